@@ -1,0 +1,41 @@
+# Two commands, nothing to type first:  make book  |  make test
+# Both create the virtual environment in .venv if it is missing and install the project into it.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.recjudge-installed
+# llama-cpp-python compiles from source (about 14 min on 2 cores; pip caches the wheel afterwards).
+# A portable build, so a cached wheel never meets a CPU without the build machine's instructions.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: book test lint install data clean
+
+book: $(STAMP)
+	$(PY) -m recjudge_utils.book $(BOOK_ARGS)
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check recjudge_utils tests benchmarks
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "recjudge needs Python >= 3.11")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m recjudge_utils.data fetch ml-100k
+	touch $(STAMP)
+
+data: $(STAMP)
+	$(PY) -m recjudge_utils.data fetch ml-100k
+
+clean:
+	rm -rf book/_build book/executed
