@@ -98,13 +98,25 @@ def git_commit(root: Path) -> str:
     return sha + ("-dirty" if dirty else "")
 
 
-def hide_parameter_cells(path: Path) -> None:
-    """Collapse the parameters / injected-parameters cells in an executed copy (the book shows them hidden)."""
+def collapse_carriage_returns(text: str) -> str:
+    """What a terminal would show: each line keeps only what its last carriage return left (progress bars)."""
+    lines = []
+    for line in text.split("\n"):
+        segments = [segment for segment in line.split("\r") if segment.strip()]
+        lines.append(segments[-1] if segments else "")
+    return "\n".join(lines)
+
+
+def tidy_executed_notebook(path: Path) -> None:
+    """Prepare an executed copy for the book: hide the parameter cells, collapse progress-bar redraws."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if any(tag in tags for tag in HIDDEN_CELL_TAGS) and "hide-cell" not in tags:
             cell["metadata"]["tags"] = [*tags, "hide-cell"]
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and "\r" in output.get("text", ""):
+                output["text"] = collapse_carriage_returns(output["text"])
     nbformat.write(nb, path)
 
 
@@ -138,7 +150,7 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], log
         run.failed_cell, run.error = describe_failure(exc)
     run.seconds = round(time.perf_counter() - started, 1)
     if output.exists():
-        hide_parameter_cells(output)
+        tidy_executed_notebook(output)
     return run
 
 

@@ -1,0 +1,85 @@
+"""A run killed with SIGKILL resumes without repeating any finished call and without losing a result."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fake_openai_server import FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parent.parent
+N = 40
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from recjudge_utils.client import JudgeClient, JudgeRequest
+
+    base_url, cache_path, run_dir, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    reqs = [
+        JudgeRequest(
+            messages=({"role": "system", "content": "Rate 1-5 as JSON."}, {"role": "user", "content": f"item {i}"}),
+            template_id="resume/test",
+            template_version="1",
+        )
+        for i in range(n)
+    ]
+    with JudgeClient(model="fake-model", base_url=base_url, cache_path=cache_path, run_dir=run_dir,
+                     max_concurrency=2, progress=False) as client:
+        results = client.judge_many(reqs)
+    print("DONE", sum(r.status == "parsed" for r in results), sum(r.cache_hit for r in results), flush=True)
+    """
+)
+
+
+def _cached_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_sigkill_midrun_then_rerun_makes_only_missing_calls(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    cache_path = tmp_path / "cache.sqlite"
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "sk-test-resume"}
+
+    def item_of(body):
+        return int(body["messages"][-1]["content"].split()[-1])
+
+    with FakeOpenAIServer(script=lambda body, n: json.dumps({"score": item_of(body) % 5 + 1}), latency=0.05) as srv:
+        args = [sys.executable, str(script), srv.base_url, str(cache_path), str(run_dir), str(N)]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while len(srv.requests) < 15 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
+        time.sleep(0.2)  # let in-flight server threads finish
+        first_run = len(srv.requests)
+        cached = _cached_rows(cache_path)
+        assert 15 <= first_run < N
+        # nothing finished is lost: at most the 2 calls in flight at the kill are missing from the cache
+        assert first_run - 2 <= cached <= first_run
+
+        out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        second_run = len(srv.requests) - first_run
+        assert second_run == N - cached  # no completed call repeated
+        asked = [item_of(b) for b in srv.requests]
+        assert sorted(set(asked)) == list(range(N))
+        _, parsed, hits = out.stdout.split()
+        assert int(parsed) == N and int(hits) == cached
+        assert _cached_rows(cache_path) == N
