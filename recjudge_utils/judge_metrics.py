@@ -1,0 +1,240 @@
+"""Agreement between a five-level judge score and a five-level ground truth (paper: serendipity-llm-judge, §4.1).
+
+Pure functions over arrays. A NaN prediction means the judge's answer could not be parsed: such pairs are
+counted (``n_unparsed``, ``unparsed_rate``) and left out of MAE / accuracy / kappa, never replaced by a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from recjudge_utils.stats import bootstrap_ci, weighted_kappa
+
+__all__ = [
+    "LEVELS",
+    "confusion_frame",
+    "constant_predictions",
+    "mae",
+    "score_distribution",
+    "summarize_predictions",
+    "summarize_templates",
+    "table1_side_by_side",
+    "three_class",
+    "three_class_accuracy",
+    "unparsed_rate",
+]
+
+LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
+CLASS_NAMES: dict[int, str] = {-1: "negative (<3)", 0: "neutral (=3)", 1: "positive (>3)"}
+
+
+def _pair(pred: Sequence[float], truth: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(pred, dtype=float)
+    t = np.asarray(truth, dtype=float)
+    if p.shape != t.shape or p.ndim != 1:
+        raise ValueError(f"pred and truth must be 1-D and aligned, got {p.shape} and {t.shape}")
+    if np.isnan(t).any():
+        raise ValueError("ground truth contains NaN")
+    return p, t
+
+
+def _parsed(pred: Sequence[float], truth: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    p, t = _pair(pred, truth)
+    keep = ~np.isnan(p)
+    return p[keep], t[keep]
+
+
+def three_class(x: Sequence[float]) -> np.ndarray:
+    """-1 (negative, < 3), 0 (neutral, == 3), +1 (positive, > 3); NaN stays NaN."""
+    a = np.asarray(x, dtype=float)
+    return np.where(np.isnan(a), np.nan, np.sign(a - 3.0))
+
+
+def mae(pred: Sequence[float], truth: Sequence[float]) -> float:
+    """Mean absolute error over the parsed pairs (NaN predictions excluded); NaN when none is parsed."""
+    p, t = _parsed(pred, truth)
+    return float(np.mean(np.abs(p - t))) if len(p) else float("nan")
+
+
+def three_class_accuracy(pred: Sequence[float], truth: Sequence[float]) -> float:
+    """Share of parsed pairs whose three-class label (neg < 3, neutral = 3, pos > 3) matches the truth's."""
+    p, t = _parsed(pred, truth)
+    return float(np.mean(three_class(p) == three_class(t))) if len(p) else float("nan")
+
+
+def unparsed_rate(pred: Sequence[float]) -> float:
+    """Share of NaN (unparsed or failed) predictions."""
+    p = np.asarray(pred, dtype=float)
+    return float(np.isnan(p).mean()) if len(p) else float("nan")
+
+
+def confusion_frame(
+    pred: Sequence[float], truth: Sequence[float], labels: Sequence[int] = LEVELS, include_unparsed: bool = True
+) -> pd.DataFrame:
+    """Counts with rows = ground truth g and columns = predicted score; an ``unparsed`` column counts NaNs.
+
+    Predictions must be integer levels (round expected scores yourself if you want their confusion matrix).
+    """
+    p, t = _pair(pred, truth)
+    labels = [int(v) for v in labels]
+    ok = ~np.isnan(p)
+    bad = set(np.unique(p[ok]).tolist()) - set(labels)
+    bad |= set(np.unique(t).tolist()) - set(labels)
+    if bad:
+        raise ValueError(f"values {sorted(bad)} are not in labels {labels}")
+    cols = [*labels, "unparsed"] if include_unparsed else labels
+    mat = pd.DataFrame(0, index=pd.Index(labels, name="g (truth)"), columns=pd.Index(cols, name="predicted"))
+    for ti, pi in zip(t.astype(int), p, strict=True):
+        if np.isnan(pi):
+            if include_unparsed:
+                mat.loc[ti, "unparsed"] += 1
+        else:
+            mat.loc[ti, int(pi)] += 1
+    return mat
+
+
+def _mean_abs_err(p: np.ndarray, t: np.ndarray) -> float:
+    return float(np.mean(np.abs(p - t)))
+
+
+def _acc3(p: np.ndarray, t: np.ndarray) -> float:
+    return float(np.mean(np.sign(p - 3.0) == np.sign(t - 3.0)))
+
+
+def summarize_predictions(
+    pred: Sequence[float],
+    truth: Sequence[float],
+    expected: Sequence[float] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """One row of Table 1 for one set of predictions.
+
+    Keys: n, n_parsed, n_unparsed, unparsed_rate, mae (+ mae_lo, mae_hi: 95 % percentile bootstrap over the
+    parsed pairs), acc3 (+ acc3_lo, acc3_hi, as fractions), kappa_qw (quadratic weighted kappa on parsed pairs,
+    labels 1..5), mean_pred, and with ``expected`` (logprob-weighted scores, NaN where unavailable):
+    n_expected, mae_expected and mae_argmax_same (argmax MAE on the same pairs, for a fair comparison).
+    """
+    p, t = _pair(pred, truth)
+    ok = ~np.isnan(p)
+    n, n_ok = len(p), int(ok.sum())
+    row: dict[str, float] = {
+        "n": n,
+        "n_parsed": n_ok,
+        "n_unparsed": n - n_ok,
+        "unparsed_rate": (n - n_ok) / n if n else float("nan"),
+    }
+    nan3 = (float("nan"),) * 3
+    if n_ok:
+        pp, tt = p[ok], t[ok]
+        m = bootstrap_ci((pp, tt), _mean_abs_err, n_boot=n_boot, seed=seed)
+        a = bootstrap_ci((pp, tt), _acc3, n_boot=n_boot, seed=seed)
+        k = weighted_kappa(tt.astype(int), pp.astype(int), labels=LEVELS, weights="quadratic")
+        mean_pred = float(pp.mean())
+    else:
+        m = a = nan3
+        k = mean_pred = float("nan")
+    row.update(
+        mae=m[0], mae_lo=m[1], mae_hi=m[2], acc3=a[0], acc3_lo=a[1], acc3_hi=a[2], kappa_qw=k, mean_pred=mean_pred
+    )
+    if expected is not None:
+        e, _ = _pair(expected, truth)
+        both = ~np.isnan(e) & ok
+        row["n_expected"] = int(both.sum())
+        row["mae_expected"] = _mean_abs_err(e[both], t[both]) if both.any() else float("nan")
+        row["mae_argmax_same"] = _mean_abs_err(p[both], t[both]) if both.any() else float("nan")
+    return row
+
+
+def summarize_templates(
+    scores: Mapping[str, pd.DataFrame],
+    truth: Sequence[float] | pd.Series,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Table 1 for several templates: one row per template from frames returned by ``SerendipityJudge.score``.
+
+    ``truth`` is aligned with the frames' rows. Adds calls, tokens, cost and judge time summed from the frames
+    (``n_calls``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``latency_s``) when present.
+    """
+    t = np.asarray(truth, dtype=float)
+    rows = []
+    for name, frame in scores.items():
+        if len(frame) != len(t):
+            raise ValueError(f"template {name!r}: {len(frame)} scores for {len(t)} truths")
+        expected = frame["expected_score"].to_numpy(dtype=float) if "expected_score" in frame else None
+        row = {"template": name}
+        row.update(summarize_predictions(frame["score"].to_numpy(dtype=float), t, expected, n_boot, seed))
+        for col, key in (
+            ("n_calls", "calls"),
+            ("prompt_tokens", "prompt_tokens"),
+            ("completion_tokens", "completion_tokens"),
+            ("cost_usd", "cost_usd"),
+            ("latency_s", "judge_time_s"),
+        ):
+            if col in frame:
+                row[key] = frame[col].sum()
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("template")
+
+
+def constant_predictions(truth: Sequence[float], value: int | str = "majority") -> np.ndarray:
+    """A constant-score baseline: ``value`` in 1..5, or ``"majority"`` (the most frequent truth level,
+    ties to the lower level). Compare a judge against this before believing it learned anything."""
+    t = np.asarray(truth, dtype=float)
+    if value == "majority":
+        levels, counts = np.unique(t, return_counts=True)
+        value = int(levels[np.argmax(counts)])
+    if int(value) not in LEVELS:
+        raise ValueError(f"constant value must be in {LEVELS} or 'majority'")
+    return np.full(len(t), float(value))
+
+
+def _fmt_ci(point: float, lo: float, hi: float, digits: int = 3, scale: float = 1.0) -> str:
+    if np.isnan(point):
+        return "n/a"
+    return f"{point * scale:.{digits}f} [{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]"
+
+
+def table1_side_by_side(summary: pd.DataFrame, paper: pd.DataFrame, ours: str) -> pd.DataFrame:
+    """The paper's Table 1 beside ours, one row per template in ``summary``'s order.
+
+    ``summary``: output of :func:`summarize_templates`; ``paper``: rows template, model, mae, accuracy_pct
+    (``serendipity.paper_table1()``); ``ours``: a column label naming our judge model (and the data).
+    MAE columns, then three-class accuracy columns in percent; ours as ``point [95 % CI low, high]``, plus
+    parsed/total, kappa and calls. Paper cells are blank for templates the paper does not have.
+    """
+    wide_mae = paper.pivot(index="template", columns="model", values="mae")
+    wide_acc = paper.pivot(index="template", columns="model", values="accuracy_pct")
+    out = pd.DataFrame(index=pd.Index(summary.index, name="template"))
+    for model in wide_mae.columns:
+        out[f"MAE {model} (paper)"] = wide_mae[model].reindex(out.index)
+    out[f"MAE {ours}"] = [_fmt_ci(r.mae, r.mae_lo, r.mae_hi) for r in summary.itertuples()]
+    for model in wide_acc.columns:
+        out[f"Acc % {model} (paper)"] = wide_acc[model].reindex(out.index)
+    out[f"Acc % {ours}"] = [_fmt_ci(r.acc3, r.acc3_lo, r.acc3_hi, 1, 100.0) for r in summary.itertuples()]
+    out["parsed / n"] = [f"{int(r.n_parsed)} / {int(r.n)}" for r in summary.itertuples()]
+    out["kappa (quadratic)"] = summary["kappa_qw"].round(3).to_numpy()
+    if "calls" in summary:
+        out["calls"] = summary["calls"].to_numpy()
+    return out
+
+
+def score_distribution(scores: Mapping[str, pd.DataFrame], truth: Sequence[float]) -> pd.DataFrame:
+    """Long frame for plotting: source ("g (truth)" or template), score ("1".."5" or "unparsed"), count, share."""
+    cats = [*(str(v) for v in LEVELS), "unparsed"]
+    rows = []
+
+    def add(source: str, values: np.ndarray) -> None:
+        lab = np.where(np.isnan(values), "unparsed", np.char.mod("%d", np.nan_to_num(values).astype(int)))
+        counts = pd.Series(lab).value_counts().reindex(cats, fill_value=0)
+        for cat, c in counts.items():
+            rows.append({"source": source, "score": cat, "count": int(c), "share": c / len(values)})
+
+    add("g (truth)", np.asarray(truth, dtype=float))
+    for name, frame in scores.items():
+        add(name, frame["score"].to_numpy(dtype=float))
+    return pd.DataFrame(rows)
