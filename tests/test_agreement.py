@@ -1,0 +1,176 @@
+"""Agreement metrics and the SAER adjudication rules (recjudge_utils.agreement)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from recjudge_utils.agreement import (
+    POINTWISE_LABELS,
+    TIE,
+    _quadratic_kappa_codes,
+    agreement,
+    compare_with_humans,
+    conservative_pairwise,
+    kappa,
+    load_human_labels,
+    pairwise_order,
+    raw_agreement,
+    strict_adjudicate,
+    swap_consistency,
+)
+
+P, M, G = "Poor Match", "Partial Match", "Good Match"
+
+
+def test_quadratic_kappa_hand_computed():
+    # a = [0,0,1,2,2,1], b = [0,1,1,2,1,2] on Poor<Partial<Good. Observed disagreements (0,1),(2,1),(1,2)
+    # each weigh (1/2)^2 = 1/4 -> 0.75; expected weighted disagreement from the marginals [2,2,2] x [1,3,2]
+    # is 1.75 (worked out by hand), so kappa = 1 - 0.75 / 1.75 = 4/7.
+    a = [P, P, M, G, G, M]
+    b = [P, M, M, G, M, G]
+    assert kappa(a, b, POINTWISE_LABELS) == pytest.approx(4 / 7)
+    assert raw_agreement(a, b) == pytest.approx(3 / 6)
+
+
+def test_kappa_matches_sklearn_on_random_labels():
+    rng = np.random.default_rng(3)
+    labels = list(POINTWISE_LABELS)
+    for _ in range(20):
+        a = rng.choice(labels, size=40).tolist()
+        b = [x if rng.random() < 0.6 else rng.choice(labels) for x in a]
+        expected = cohen_kappa_score(a, b, labels=labels, weights="quadratic")
+        assert kappa(a, b, labels) == pytest.approx(expected)
+        assert agreement(a, b, labels, n_boot=50).kappa == pytest.approx(expected)
+
+
+def test_fast_bootstrap_kappa_matches_sklearn():
+    rng = np.random.default_rng(5)
+    for k in (2, 3, 5):
+        x = rng.integers(0, k, size=30)
+        y = np.where(rng.random(30) < 0.5, x, rng.integers(0, k, size=30))
+        expected = cohen_kappa_score(x, y, labels=list(range(k)), weights="quadratic")
+        assert _quadratic_kappa_codes(x, y, k) == pytest.approx(expected)
+
+
+def test_kappa_order_matters_for_quadratic_weights():
+    # Good-vs-Poor disagreements must cost more than Good-vs-Partial ones.
+    near = kappa([G, G, P, P, M, M], [M, G, P, P, M, M], POINTWISE_LABELS)
+    far = kappa([G, G, P, P, M, M], [P, G, P, P, M, M], POINTWISE_LABELS)
+    assert near > far
+
+
+def test_missing_labels_are_dropped_not_imputed():
+    a = [P, None, G, float("nan"), M]
+    b = [P, G, G, M, None]
+    res = agreement(a, b, POINTWISE_LABELS, n_boot=50)
+    assert res.n == 2
+    assert res.raw == 1.0
+    assert raw_agreement([None], [P]) != raw_agreement([None], [P])  # NaN when nothing is shared
+
+
+def test_agreement_ci_brackets_point_and_rejects_unknown_labels():
+    rng = np.random.default_rng(0)
+    a = rng.choice(POINTWISE_LABELS, size=60).tolist()
+    b = [x if rng.random() < 0.7 else P for x in a]
+    res = agreement(a, b, POINTWISE_LABELS, n_boot=200)
+    assert res.raw_ci[0] <= res.raw <= res.raw_ci[1]
+    assert res.kappa_ci[0] <= res.kappa <= res.kappa_ci[1]
+    with pytest.raises(ValueError, match="not in"):
+        agreement([P, "Excellent"], [P, P], POINTWISE_LABELS)
+    with pytest.raises(ValueError):
+        agreement([P], [P, P], POINTWISE_LABELS)
+
+
+def test_strict_adjudication_harsher_label_wins():
+    a = [G, G, M, P, G, None]
+    b = [P, M, M, G, G, G]
+    assert strict_adjudicate(a, b) == [P, M, M, P, G, None]
+    # three annotators: the harshest of all
+    assert strict_adjudicate([G], [M], [G]) == [M]
+    with pytest.raises(ValueError, match="not in"):
+        strict_adjudicate(["Great"], [G])
+
+
+def test_conservative_pairwise_disagreement_is_tie():
+    a = ["co-occurrence", "embedding", TIE, "embedding", None]
+    b = ["co-occurrence", "co-occurrence", "embedding", "embedding", "embedding"]
+    assert conservative_pairwise(a, b) == ["co-occurrence", TIE, TIE, "embedding", None]
+    assert swap_consistency(a, b) == (2, 4)
+
+
+def test_pairwise_order_is_ordinal_with_tie_in_the_middle():
+    order = pairwise_order("co-occurrence", "embedding")
+    assert order == ("embedding", TIE, "co-occurrence")
+    # a flip (co-occ vs embedding) costs more than co-occ vs tie
+    k_flip = kappa(["co-occurrence", "embedding", TIE], ["embedding", "embedding", TIE], order)
+    k_tie = kappa(["co-occurrence", "embedding", TIE], [TIE, "embedding", TIE], order)
+    assert k_tie > k_flip
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "humans.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_human_labels_csv_pointwise_roundtrip_and_comparison(tmp_path):
+    path = _write(
+        tmp_path,
+        "# two annotators, two lists each\n"
+        "user,algorithm,annotator,label\n"
+        "1,co-occurrence,A,Good Match\n1,co-occurrence,B,Partial Match\n"
+        "1,embedding,A,Poor Match\n1,embedding,B,Poor Match\n"
+        "2,co-occurrence,A,Partial Match\n2,co-occurrence,B,Partial Match\n"
+        "2,embedding,A,Good Match\n2,embedding,B,Poor Match\n",
+    )
+    humans = load_human_labels(path, "pointwise")
+    assert len(humans) == 8
+    judge = pd.DataFrame(
+        {
+            "user": [1, 1, 2, 2],
+            "algorithm": ["co-occurrence", "embedding", "co-occurrence", "embedding"],
+            "label": [M, P, M, P],
+        }
+    )
+    table = compare_with_humans(judge, humans, POINTWISE_LABELS, "pointwise", judge_name="SAER", n_boot=50)
+    assert list(table["labeler_b"]) == ["human B", "human A", "human B", "human consensus (strict adjudication)"]
+    # strict consensus = [Partial, Poor, Partial, Poor] equals the judge exactly
+    consensus = table.iloc[-1]
+    assert consensus["n"] == 4 and consensus["raw_agreement"] == 1.0 and consensus["kappa_w"] == pytest.approx(1.0)
+    hh = table.iloc[0]
+    assert hh["raw_agreement"] == pytest.approx(0.5)
+
+
+def test_human_labels_pairwise_conservative_merge(tmp_path):
+    path = _write(
+        tmp_path,
+        "user,algorithm,annotator,label\n"
+        "1,,A,co-occurrence\n1,,B,co-occurrence\n2,,A,embedding\n2,,B,Tie\n3,,A,embedding\n3,,B,embedding\n",
+    )
+    algs = ("co-occurrence", "embedding")
+    humans = load_human_labels(path, "pairwise", algorithms=algs)
+    judge = pd.DataFrame({"user": [1, 2, 3], "algorithm": ["", "", ""], "label": ["co-occurrence", TIE, TIE]})
+    table = compare_with_humans(judge, humans, pairwise_order(*algs), "pairwise", n_boot=50)
+    merged = table.iloc[-1]
+    # merged humans = [co-occ, Tie, embedding]; the judge matches 2 of 3
+    assert merged["raw_agreement"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("user,annotator,label\n1,A,Good Match\n", "missing columns"),
+        ("user,algorithm,annotator,label\n1,co-occurrence,A,Great\n", "row 1: label 'Great'"),
+        ("user,algorithm,annotator,label\n1,,A,Good Match\n", "need an algorithm"),
+        (
+            "user,algorithm,annotator,label\n1,embedding,A,Good Match\n1,embedding,A,Poor Match\n",
+            "row 2: duplicate",
+        ),
+    ],
+)
+def test_human_labels_csv_errors_name_the_row(tmp_path, text, match):
+    with pytest.raises(ValueError, match=match):
+        load_human_labels(_write(tmp_path, text), "pointwise")

@@ -1,0 +1,95 @@
+"""AUC against scikit-learn, nDCG by hand and against scikit-learn, URD by hand, Pearson via scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import ndcg_score, roc_auc_score
+
+from recjudge_utils.offline_metrics import (
+    auc_per_user,
+    cosine_similarity_fn,
+    evaluate_recommender,
+    genre_jaccard,
+    ndcg_per_user,
+    pearson,
+    urd,
+)
+
+
+def test_auc_matches_sklearn_with_ties_and_exclusions():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 5, size=(6, 30)).astype(float)  # many ties
+    pos = rng.random((6, 30)) < 0.2
+    pos[:, 0] = True
+    excl = (rng.random((6, 30)) < 0.3) & ~pos
+    got = auc_per_user(scores, pos, excl)
+    for u in range(6):
+        keep = ~excl[u]
+        assert got[u] == pytest.approx(roc_auc_score(pos[u, keep], scores[u, keep]))
+
+
+def test_auc_is_nan_without_positives_or_negatives():
+    out = auc_per_user(np.ones((2, 3)), np.array([[False] * 3, [True] * 3]))
+    assert np.isnan(out).all()
+
+
+def test_ndcg_by_hand_and_sklearn():
+    recs = np.array([[10, 11, 12, 13, 14], [20, 21, 22, 23, 24]])
+    relevant = [{11, 14, 99}, {20}]
+    got = ndcg_per_user(recs, relevant, k=5)
+    dcg = 1 / np.log2(3) + 1 / np.log2(6)
+    idcg = 1 + 1 / np.log2(3) + 1 / np.log2(4)
+    assert got[0] == pytest.approx(dcg / idcg)
+    assert got[1] == pytest.approx(1.0)
+    # sklearn on the scored top-5 agrees when every relevant item is inside the list
+    y_true = np.array([[0, 1, 0, 0, 1]])
+    y_score = np.array([[5, 4, 3, 2, 1]])
+    assert ndcg_per_user(recs[:1], [{11, 14}], k=5)[0] == pytest.approx(ndcg_score(y_true, y_score, k=5))
+
+
+def test_urd_hand_computed_with_genre_jaccard_and_cosine():
+    items = pd.DataFrame({"item": [1, 2, 3], "genres": [["Action", "Drama"], ["Drama"], ["Comedy"]]})
+    sim = genre_jaccard(items)
+    assert sim(1, 2) == 0.5 and sim(1, 3) == 0.0 and sim(2, 2) == 1.0
+    # pairs: (1,2)=0.5, (1,3)=0, (2,3)=0 -> mean 1/6 -> URD 5/6
+    assert urd([1, 2, 3], sim) == pytest.approx(1 - 1 / 6)
+    assert urd([2, 2], sim) == 0.0 and np.isnan(urd([1], sim))
+    emb = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    cos = cosine_similarity_fn([1, 2, 3], emb)
+    expected = 1 - (0.0 + np.sqrt(0.5) + np.sqrt(0.5)) / 3
+    assert urd([1, 2, 3], cos) == pytest.approx(expected)
+
+
+def test_pearson_uses_scipy_and_four_points_give_p_equal_one_minus_r():
+    x = [0.75, 0.68, 0.677, 0.61]
+    y = [1.95, 1.91, 1.79, 1.72]
+    r, p = pearson(x, y)
+    assert r == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert p == pytest.approx(1 - abs(r), abs=1e-9)
+    assert np.isnan(pearson([1, 2], [3, 4])[0])
+
+
+def test_evaluate_recommender_on_a_fixed_scorer():
+    from recjudge_utils.recommenders.base import Recommender
+
+    class Fixed(Recommender):
+        name = "fixed"
+
+        def _fit(self, train, items):
+            pass
+
+        def _score_known(self, rows):
+            return np.tile(-np.arange(len(self.item_ids), dtype=float), (len(rows), 1))  # item order = rank
+
+    train = pd.DataFrame({"user": [1, 1, 2], "item": [0, 1, 0], "rating": 1.0, "timestamp": [1, 2, 3]})
+    test = pd.DataFrame({"user": [1, 2], "item": [2, 5], "rating": 1.0, "timestamp": [9, 9]})
+    items = pd.DataFrame({"item": range(6), "genres": [["A"], ["A"], ["A"], ["B"], ["B"], ["C"]]})
+    model = Fixed().fit(train, items)
+    out = evaluate_recommender(model, train, test, items, k=2).set_index("user")
+    # user 1: candidates 2,3,4,5 (0,1 seen); positive 2 ranks first -> AUC 1, top-2 = [2, 3] -> nDCG 1
+    assert out.loc[1, "auc"] == 1.0 and out.loc[1, "ndcg@2"] == 1.0
+    # user 2: candidates 1..5, positive 5 ranks last -> AUC 0; top-2 = [1, 2] both genre A -> URD 0
+    assert out.loc[2, "auc"] == 0.0 and out.loc[2, "ndcg@2"] == 0.0 and out.loc[2, "urd"] == 0.0
+    assert out.loc[1, "urd"] == 1.0  # [2 (A), 3 (B)]

@@ -1,0 +1,566 @@
+"""SAER: context building, prompt files, strict parsers, swap adjudication, adversarial pairs, the run."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import re
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge_utils.client import JudgeResult, ParseError
+from recjudge_utils.saer import (
+    CATEGORIES,
+    DOMAINS,
+    VERSIONS,
+    Catalogue,
+    adjudicate_swap,
+    adversarial_outcome,
+    adversarial_pairs,
+    build_context,
+    domain_for,
+    load_template,
+    map_verdict,
+    pairwise_request,
+    parse_pairwise,
+    parse_pointwise,
+    parse_template_text,
+    pointwise_request,
+    render_list,
+)
+from recjudge_utils.saer_experiment import (
+    ALGORITHMS,
+    SaerConfig,
+    adjudicated_pairs,
+    agreement_table,
+    copied_from_examples,
+    flagged_summary,
+    observations,
+    paper_table,
+    run_saer,
+    sample_customers,
+    table1,
+    table2,
+    table3,
+    time_cost,
+    unparsed_summary,
+)
+
+DAY = 86400
+
+
+# -- context -------------------------------------------------------------------------------------
+def _amazon_fixture(folder):
+    """reviews_Beauty_5.json.gz (strict JSON lines) + meta_Beauty.json.gz (Python-literal lines), 2014 format."""
+    folder.mkdir(parents=True)
+    t_end = 1_400_000_000
+    reviews = [
+        ("A1", "B001", 5.0, t_end - 200 * DAY),  # outside the 180-day window
+        ("A1", "B002", 4.0, t_end - 100 * DAY),
+        ("A1", "B003", 2.0, t_end - 50 * DAY),  # disliked
+        ("A1", "B004", 5.0, t_end - 10 * DAY),
+        ("A1", "B005", 3.0, t_end),
+        ("A2", "B002", 5.0, t_end - 5 * DAY),
+        ("A2", "B004", 4.0, t_end - 3 * DAY),
+    ]
+    with gzip.open(folder / "reviews_Beauty_5.json.gz", "wt", encoding="utf-8") as fh:
+        for rid, asin, overall, ts in reviews:
+            rec = {
+                "reviewerID": rid,
+                "asin": asin,
+                "reviewerName": "x",
+                "helpful": [0, 0],
+                "reviewText": "fine",
+                "overall": overall,
+                "summary": "ok",
+                "unixReviewTime": ts,
+                "reviewTime": "01 1, 2014",
+            }
+            fh.write(json.dumps(rec) + "\n")
+    meta = [
+        {"asin": "B001", "title": "Old Lipstick", "categories": [["Beauty", "Makeup", "Lips"]], "brand": "NYX"},
+        {"asin": "B002", "title": "Ceramic Curling Iron", "categories": [["Beauty", "Hair Care", "Styling Tools"]]},
+        {"asin": "B003", "title": "Charcoal Mask", "categories": [["Beauty", "Skin Care", "Masks"]], "brand": "Acme"},
+        {"asin": "B004", "title": "Heat Protectant Spray", "categories": [["Beauty", "Hair Care", "Styling Products"]]},
+        {"asin": "B005", "categories": [["Beauty", "Hair Care", "Shampoos"]], "salesRank": {"Beauty": 5}},
+    ]
+    with gzip.open(folder / "meta_Beauty.json.gz", "wt", encoding="utf-8") as fh:
+        for rec in meta:
+            fh.write(repr(rec) + "\n")  # the 2014 metadata is repr()'d Python dicts, single-quoted
+    return t_end
+
+
+def test_context_from_amazon_files_in_published_format(tmp_path):
+    data = pytest.importorskip("recjudge_utils.data")
+    t_end = _amazon_fixture(tmp_path / "amazon-beauty")
+    ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
+    assert domain_for(ds.name) == "ecommerce"
+    cat = Catalogue.from_items(ds.items)
+    code = dict(zip(ds.extra["item_ids"]["original_item_id"], ds.extra["item_ids"]["item"], strict=True))
+    user = int(ds.extra["user_ids"].set_index("original_user_id").loc["A1", "user"])
+    ctx = build_context(ds.interactions, cat, user, "ecommerce", window_days=180, max_history=10)
+    assert ctx.window_end == t_end
+    assert [i for i, _, _ in ctx.history] == [code["B005"], code["B004"], code["B002"]]  # newest first, >= 3 stars
+    assert [i for i, _, _ in ctx.disliked] == [code["B003"]]
+    assert ctx.n_window == 4  # B001 is older than 180 days
+    text = ctx.render(cat)
+    assert "Old Lipstick" not in text
+    assert "Heat Protectant Spray | Styling Products | 5 stars" in text
+    assert "untitled product B005" in text  # no title in the metadata: named, not invented
+    assert "Bought but disliked (reviewed 1-2 stars): Charcoal Mask" in text
+    assert "Recent searches: not available in this data" in text
+    assert "Styling Tools" in text.split("Recently browsed categories")[1]
+    assert "Recent searches" not in ctx.render(cat, history_only=True)
+
+
+def _toy_items(n_items=40):
+    genres = ["Action", "Comedy", "Drama", "Horror"]
+    return pd.DataFrame(
+        {
+            "item": np.arange(1, n_items + 1),
+            "title": [f"Movie {i} ({1980 + i % 20})" for i in range(1, n_items + 1)],
+            "genres": [[genres[i % 4]] + ([genres[(i + 1) % 4]] if i % 3 == 0 else []) for i in range(1, n_items + 1)],
+        }
+    )
+
+
+def test_context_movies_truncates_history_and_orders_newest_first():
+    items = _toy_items()
+    cat = Catalogue.from_items(items)
+    inter = pd.DataFrame(
+        {
+            "user": [1] * 15,
+            "item": np.arange(1, 16),
+            "rating": [5.0, 1.0, 4.0] * 5,
+            "timestamp": 1_000_000 + np.arange(15) * DAY,
+        }
+    )
+    ctx = build_context(inter, cat, 1, "movies", max_history=4)
+    assert [i for i, _, _ in ctx.history] == [15, 13, 12, 10]
+    assert [i for i, _, _ in ctx.disliked] == [14, 11, 8]
+    text = ctx.render(cat)
+    assert text.startswith("Movies watched and liked (rated 3-5 stars), last 6 months, newest first:")
+    assert "Watched but disliked (rated 1-2 stars): Movie 14" in text
+    with pytest.raises(ValueError, match="no interactions"):
+        build_context(inter, cat, 99, "movies")
+
+
+# -- prompt files --------------------------------------------------------------------------------
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("mode", ["pointwise", "pairwise"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_prompt_file_loads_and_its_examples_parse(domain, mode, version):
+    tpl = load_template(domain, mode, version)
+    assert tpl.template_id == f"saer/{domain}/{mode}_{version}"
+    assert tpl.version and tpl.fixed[0]["role"] == "system"
+    assert tpl.history_only == (version == "v1")
+    if version == "v3":
+        assert tpl.n_examples == (5 if mode == "pointwise" else 3)
+    else:
+        assert tpl.n_examples == 0
+    parse = parse_pointwise if mode == "pointwise" else parse_pairwise
+    answers = [m["content"] for m in tpl.fixed if m["role"] == "assistant"]
+    for answer in answers:  # the few-shot answers must be in the format the strict parser accepts
+        parse(answer)
+    if mode == "pointwise" and version == "v3":
+        cats = [parse_pointwise(a).category for a in answers]
+        assert set(cats) == set(CATEGORIES)
+    if mode == "pairwise" and version == "v3":
+        assert [parse_pairwise(a).verdict for a in answers] == ["Set 1", "Set 2", "Tie"]  # explicit tie example
+
+
+def test_prompt_rendering_puts_customer_content_last():
+    items = _toy_items()
+    cat = Catalogue.from_items(items)
+    inter = pd.DataFrame({"user": [7, 7, 7], "item": [1, 2, 3], "rating": [5.0, 4.0, 1.0], "timestamp": [1, 2, 3]})
+    ctx = build_context(inter, cat, 7, "movies")
+    tpl = load_template("movies", "pointwise", "v3")
+    req = pointwise_request(tpl, ctx, list(range(10, 20)), cat, {"user": 7})
+    assert req.messages[:-1] == tpl.fixed  # identical prefix for every customer
+    last = req.messages[-1]
+    assert last["role"] == "user"
+    assert "RECOMMENDATIONS (10 items)" in last["content"]
+    assert "10. Movie 19" in last["content"] and "Movie 2 (1982)" in last["content"]
+    assert not re.search(r"<<[A-Z_]+>>", last["content"])
+    assert req.template_id == "saer/movies/pointwise_v3" and req.metadata == {"user": 7}
+
+    p1 = load_template("movies", "pairwise", "v1")
+    req2 = pairwise_request(p1, ctx, [10, 11], [12, 13], cat, {})
+    body = req2.messages[-1]["content"]
+    assert body.index("SET 1") < body.index("Movie 10") < body.index("SET 2") < body.index("Movie 12")
+    assert "disliked" not in body and "Recent searches" not in body  # generic v1: history only
+
+
+def test_template_file_errors():
+    with pytest.raises(ValueError, match="header lacks"):
+        parse_template_text("version: 1\n---\n=== final ===\nx", "t")
+    head = "version: 1\nmode: pointwise\nprompt_version: v1\nhistory_only: false\n---\n"
+    with pytest.raises(ValueError, match="last block must be"):
+        parse_template_text(head + "=== system ===\nhi\n", "t")
+    tpl = parse_template_text(head + "=== system ===\nhi\n=== final ===\n<<CONTEXT>> <<LIST>>", "t")
+    with pytest.raises(KeyError, match="unfilled"):
+        tpl.messages(context="c")
+    with pytest.raises(KeyError, match="no slot"):
+        tpl.messages(context="c", list="l", other="x")
+    with pytest.raises(ValueError):
+        load_template("movies", "pointwise", "v9")
+
+
+def test_render_list_numbers_from_one():
+    cat = Catalogue.from_items(_toy_items())
+    assert render_list([3, 4], cat).splitlines() == ["1. Movie 3 (1983) | Horror, Action", "2. Movie 4 (1984) | Action"]
+
+
+# -- parsers -------------------------------------------------------------------------------------
+GOOD = "REASONING: Fits the history.\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "flagged"),
+    [
+        (GOOD, "Good Match", ()),
+        ("REASONING: meh\nCATEGORY: partial match.\nFLAGGED ITEMS: 3, 7", "Partial Match", (3, 7)),
+        ("**REASONING:** bad\n**CATEGORY:** **Poor Match**\n**FLAGGED ITEMS:** #2, #10", "Poor Match", (2, 10)),
+        ("Reasoning: x\nCategory: Poor Match (severe issues)\nFlagged items: 4 (Toy Story); 5", "Poor Match", (4, 5)),
+        ("REASONING: a\nlong reason\nCATEGORY: Good Match\nFLAGGED ITEMS: item 1 and item 2", "Good Match", (1, 2)),
+        # a small model that goes on to invent another example: the second block is ignored
+        (GOOD + "\nREASONING: next\nCATEGORY: Poor Match\nFLAGGED ITEMS: 1", "Good Match", ()),
+    ],
+)
+def test_pointwise_parser_accepts(text, category, flagged):
+    verdict = parse_pointwise(text, n_items=10)
+    assert verdict.category == category
+    assert verdict.flagged == flagged
+    assert verdict.reasoning
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("The list is good.", "no REASONING"),
+        ("REASONING: x\nFLAGGED ITEMS: None", "missing CATEGORY"),
+        ("REASONING: x\nCATEGORY: Good Match", "missing FLAGGED ITEMS"),
+        ("CATEGORY: Good Match\nFLAGGED ITEMS: None", "missing REASONING"),
+        ("REASONING:\nCATEGORY: Good Match\nFLAGGED ITEMS: None", "empty REASONING"),
+        ("REASONING: x\nCATEGORY: Good\nFLAGGED ITEMS: None", "not one of"),
+        ("REASONING: x\nCATEGORY: Excellent Match\nFLAGGED ITEMS: None", "not one of"),
+        ("REASONING: x\nCATEGORY: Good Match or Poor Match\nFLAGGED ITEMS: None", "ambiguous"),
+        ("REASONING: x\nCATEGORY: Good Match\nCATEGORY: Poor Match\nFLAGGED ITEMS: None", "twice"),
+        ("REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: 11", "outside 1..10"),
+        ("REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: 0", "outside"),
+        ("REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: Toy Story", "not an item number"),
+        ("REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS:", "empty"),
+    ],
+)
+def test_pointwise_parser_rejects(text, reason):
+    with pytest.raises(ParseError, match=reason):
+        parse_pointwise(text, n_items=10)
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("REASONING: a\nVERDICT: Set 1", "Set 1"),
+        ("REASONING: a\nVERDICT: **Set 2**.", "Set 2"),
+        ("REASONING: a\nVERDICT: tie", "Tie"),
+        ("REASONING: a\nVerdict: Set 2 is better", "Set 2"),
+        ("REASONING: a\nVERDICT: Set 1\nREASONING: b\nVERDICT: Set 2", "Set 1"),
+    ],
+)
+def test_pairwise_parser_accepts(text, verdict):
+    assert parse_pairwise(text).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Set 1 is better.",
+        "REASONING: a\nVERDICT: Set 3",
+        "REASONING: a\nVERDICT: Both",
+        "REASONING: a\nVERDICT: Set 1 or Set 2",
+        "REASONING: a\nVERDICT: A",
+        "VERDICT: Set 1",
+        "REASONING: a\nVERDICT: Set 1\nVERDICT: Set 2",
+    ],
+)
+def test_pairwise_parser_rejects(text):
+    with pytest.raises(ParseError):
+        parse_pairwise(text)
+
+
+# -- swap and adversarial ------------------------------------------------------------------------
+def test_swap_mapping_and_adjudication():
+    a, b = ALGORITHMS
+    # order 1: a shown as Set 1; order 2: b shown as Set 1
+    assert map_verdict("Set 1", a, b) == a and map_verdict("Set 2", b, a) == a
+    assert map_verdict("Tie", a, b) == "Tie" and map_verdict(None, a, b) is None
+    # a judge that always answers "Set 1" picks a in one order and b in the other: a tie
+    assert adjudicate_swap(map_verdict("Set 1", a, b), map_verdict("Set 1", b, a)) == "Tie"
+    # a content-consistent judge: Set 1 then Set 2 maps to a both times
+    assert adjudicate_swap(map_verdict("Set 1", a, b), map_verdict("Set 2", b, a)) == a
+    assert adjudicate_swap("Tie", "Tie") == "Tie"
+    assert adjudicate_swap(a, "Tie") == "Tie"
+    assert adjudicate_swap(a, None) is None
+
+
+def test_adversarial_pairs_never_same_customer_balanced_and_seeded():
+    users = list(range(100, 140))
+    pairs = adversarial_pairs(users, ALGORITHMS, seed=3)
+    assert (pairs["user"] != pairs["decoy_user"]).all()
+    assert set(pairs["decoy_user"]) <= set(users)
+    assert pairs["algorithm"].value_counts().to_dict() == {ALGORITHMS[0]: 20, ALGORITHMS[1]: 20}
+    assert set(pairs["genuine_position"]) == {1, 2}
+    pd.testing.assert_frame_equal(pairs, adversarial_pairs(users, ALGORITHMS, seed=3))
+    assert not pairs.equals(adversarial_pairs(users, ALGORITHMS, seed=4))
+    two = adversarial_pairs([1, 2], ALGORITHMS, seed=0)
+    assert two["decoy_user"].tolist() == [2, 1]
+    with pytest.raises(ValueError):
+        adversarial_pairs([1], ALGORITHMS)
+    with pytest.raises(ValueError):
+        adversarial_pairs([1, 1], ALGORITHMS)
+    assert adversarial_outcome("Set 2", 2) == "correct"
+    assert adversarial_outcome("Set 1", 2) == "wrong"
+    assert adversarial_outcome("Tie", 1) == "tie"
+    assert adversarial_outcome(None, 1) is None
+
+
+# -- the run with a fake client ------------------------------------------------------------------
+class FakeClient:
+    """Same ``judge_many`` contract as JudgeClient; answers come from ``answer(request) -> str``."""
+
+    model_name = "fake judge"
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls = []
+
+    def judge_many(self, requests, parse=None, desc=None, **_):
+        out = []
+        for req in requests:
+            self.calls.append(req)
+            text = self.answer(req)
+            try:
+                value, status, reason = parse(text), "parsed", None
+            except ParseError as exc:
+                value, status, reason = None, "unparsed", str(exc)
+            out.append(
+                JudgeResult(
+                    request=req,
+                    status=status,
+                    raw_text=text,
+                    value=value,
+                    reason=reason,
+                    label_probs=None,
+                    expected_label=None,
+                    prompt_tokens=100,
+                    completion_tokens=20,
+                    latency_s=0.01,
+                    cost_usd=0.0,
+                    cache_hit=False,
+                )
+            )
+        return out
+
+
+def _toy_dataset(n_users=24, n_items=40, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(1, n_users + 1):
+        n = 6 + (u % 3) * 5
+        for j, it in enumerate(rng.choice(np.arange(1, n_items + 1), size=n, replace=False)):
+            rows.append((u, int(it), float(rng.integers(1, 6)), 1_000_000 + j * DAY + u))
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    return SimpleNamespace(
+        name="toy", interactions=inter, items=_toy_items(n_items), label="toy (stand-in)", is_real=False
+    )
+
+
+def _bag_of_words(texts):
+    vocab = sorted({w for t in texts for w in re.findall(r"\w+", t.lower())})
+    index = {w: i for i, w in enumerate(vocab)}
+    out = np.zeros((len(texts), len(vocab)), dtype=np.float32)
+    for r, t in enumerate(texts):
+        for w in re.findall(r"\w+", t.lower()):
+            out[r, index[w]] += 1
+    return out
+
+
+def _always_set_1(req):
+    if req.template_id.split("/")[-1].startswith("pointwise"):
+        return "REASONING: fine.\nCATEGORY: Partial Match\nFLAGGED ITEMS: 2"
+    return "REASONING: first looks better.\nVERDICT: Set 1"
+
+
+@pytest.fixture(autouse=True)
+def _runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(tmp_path / "runs"))
+
+
+def test_run_with_position_biased_judge_shows_what_the_swap_reveals():
+    ds = _toy_dataset()
+    cfg = SaerConfig(n_customers=9, prompt_versions=("v1", "v3"), main_version="v3", n_boot=100)
+    client = FakeClient(_always_set_1)
+    start = time.perf_counter()
+    run = run_saer(client, ds, cfg, encoder=_bag_of_words)
+    assert time.perf_counter() - start < 30
+    # calls: pointwise 2 algs x 9 x 2 versions, pairwise 9 x 2 orders, adversarial 9 x 2 versions
+    assert len(client.calls) == 36 + 18 + 18
+    # requests grouped by template (prefix reuse): pointwise v3 -> pointwise v1 -> pairwise v3 (the swapped
+    # comparisons, then the v3 adversarial pairs on the same template) -> pairwise v1 (adversarial)
+    ids = [r.template_id for r in client.calls]
+    switches = [b for a, b in itertools.pairwise(ids) if a != b]
+    assert switches == ["saer/movies/pointwise_v1", "saer/movies/pairwise_v3", "saer/movies/pairwise_v1"]
+    # Table 1: everything Partial
+    t1 = table1(run)
+    assert t1.loc[t1["category"] == "Partial Match", "ours_%"].tolist() == [100.0, 100.0]
+    assert (t1["n_unparsed"] == 0).all()
+    assert t1["paper_SAER_%"].tolist() == paper_table("table1")["saer_pct"].tolist()
+    fl = flagged_summary(run)
+    assert fl["mean_flagged_per_list"].tolist() == [1.0, 1.0]
+    # Table 2: raw rates split 50/50 by position; the swap turns every pair into a tie
+    t2, metrics = table2(run)
+    raw, adj = t2.iloc[0], t2.iloc[1]
+    assert raw["cooccurrence_win_%"] == 50.0 and raw["embedding_win_%"] == 50.0
+    assert adj["tie_%"] == 100.0
+    assert metrics.iloc[0]["ours"].startswith("0/9")
+    assert (adjudicated_pairs(run)["consistent"] == False).all()  # noqa: E712
+    # Table 3: "correct" exactly when the genuine list happened to be shown first
+    t3 = table3(run)
+    adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
+    expected = 100 * float((adv["genuine_position"] == 1).mean())
+    row = t3.loc[t3["evaluator"].str.endswith("(v3)")].iloc[0]
+    assert row["correct_%"] == pytest.approx(expected)
+    assert row["chose_Set_1_%"] == 100.0
+    assert t3["evaluator"].str.startswith("paper: Human").sum() == 2
+    # agreement: identical constant answers across versions -> full raw agreement, undefined kappa
+    ag = agreement_table(run)
+    pw = ag.loc[ag["task"] == "pointwise"].iloc[0]
+    assert pw["raw_agreement_%"] == 100.0 and np.isnan(pw["kappa_w"])
+    orders = ag.loc[ag["task"] == "pairwise"].iloc[0]
+    assert orders["raw_agreement_%"] == 0.0 and orders["kappa_w"] == pytest.approx(0.0)  # constant vs constant
+    tc = time_cost(run)
+    assert tc.iloc[0, 1].startswith("72 (72 fresh")
+    assert unparsed_summary(run)["unparsed"].sum() == 0
+
+
+def test_run_with_content_aware_judge_and_unparsed_answers():
+    """A judge that prefers the set sharing more genres with the history is position-consistent;
+    garbage answers are counted as unparsed, never replaced."""
+    ds = _toy_dataset()
+    cat = Catalogue.from_items(ds.items)
+
+    def overlap(block, history_genres):
+        titles = re.findall(r"^\d+\. (Movie \d+)", block, re.M)
+        ids = [int(t.split()[1]) for t in titles]
+        return sum(len(set(cat.categories[i]) & history_genres) for i in ids)
+
+    def answer(req):
+        text = req.messages[-1]["content"]
+        hist = text.split("RECOMMENDATIONS")[0].split("SET 1")[0]
+        genres = {g for g in ("Action", "Comedy", "Drama", "Horror") if g in hist}
+        if "pointwise_v1" in req.template_id:
+            return "I think it is fine."  # unparseable
+        if req.template_id.split("/")[-1].startswith("pointwise"):
+            return "REASONING: ok\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
+        s1, s2 = text.split("SET 2")
+        a, b = overlap(s1.split("SET 1")[1], genres), overlap(s2, genres)
+        verdict = "Set 1" if a > b else "Set 2" if b > a else "Tie"
+        return f"REASONING: overlap {a} vs {b}\nVERDICT: {verdict}"
+
+    cfg = SaerConfig(n_customers=8, prompt_versions=("v1", "v3"), n_boot=100)
+    run = run_saer(FakeClient(answer), ds, cfg, encoder=_bag_of_words)
+    adj = adjudicated_pairs(run)
+    assert adj["consistent"].all()  # content-only judge: same verdict in both orders
+    pw = run.pointwise
+    v1 = pw.loc[pw["prompt_version"] == "v1"]
+    assert (v1["status"] == "unparsed").all() and v1["category"].isna().all()
+    summary = unparsed_summary(run).set_index(["task", "prompt_version"])
+    assert summary.loc[("pointwise", "v1"), "unparsed"] == 16
+    assert summary.loc[("pointwise", "v3"), "unparsed"] == 0
+    ag = agreement_table(run)
+    assert ag.loc[ag["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
+
+
+def test_sample_customers_stratified_and_seeded():
+    ds = _toy_dataset(n_users=30)
+    s = sample_customers(ds.interactions, 9, seed=1)
+    assert s["user"].is_unique and len(s) == 9
+    assert s["engagement"].value_counts().to_dict() == {"low": 3, "medium": 3, "high": 3}
+    pd.testing.assert_frame_equal(s, sample_customers(ds.interactions, 9, seed=1))
+    with pytest.raises(ValueError):
+        sample_customers(ds.interactions, 999)
+    with pytest.raises(ValueError):
+        SaerConfig(n_customers=1)
+    with pytest.raises(ValueError):
+        SaerConfig(prompt_versions=("v1",), main_version="v3")
+
+
+def test_parroting_judge_is_detected_and_always_tie_is_called_out():
+    tie_example = [m["content"] for m in load_template("movies", "pairwise", "v3").fixed if m["role"] == "assistant"][
+        -1
+    ]
+
+    def answer(req):
+        if req.template_id.split("/")[-1].startswith("pointwise"):
+            return "REASONING: my own words here.\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
+        if req.template_id.endswith("_v3"):
+            return tie_example  # copies the explicit tie example verbatim
+        return "REASONING: short.\nVERDICT: Tie"
+
+    run = run_saer(
+        FakeClient(answer),
+        _toy_dataset(),
+        SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50),
+        encoder=_bag_of_words,
+    )
+    cp = copied_from_examples(run).set_index(["task", "prompt_version"])
+    col = "reusing_>=40_chars_of_an_example"
+    assert cp.loc[("pairwise", "v3"), col] == 8 and cp.loc[("adversarial", "v3"), col] == 4
+    assert cp.loc[("pointwise", "v3"), col] == 0
+    assert cp.loc[("adversarial", "v1"), "few_shot_answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
+    text = " ".join(observations(run))
+    assert "Both presentation orders agreed for 4 of 4" in text
+    assert "4 of the consistent verdicts were 'Tie' in both orders" in text
+
+
+def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path):
+    data = pytest.importorskip("recjudge_utils.data")
+    folder = tmp_path / "amazon-beauty"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    cats = [["Beauty", "Hair Care", "Styling Tools"], ["Beauty", "Skin Care", "Serums"], ["Beauty", "Makeup", "Lips"]]
+    with gzip.open(folder / "reviews_Beauty_5.json.gz", "wt", encoding="utf-8") as fh:
+        for r in range(12):
+            for j, p in enumerate(rng.choice(20, size=6, replace=False)):
+                rec = {
+                    "reviewerID": f"R{r}",
+                    "asin": f"P{p:03d}",
+                    "overall": float(rng.integers(1, 6)),
+                    "unixReviewTime": 1_400_000_000 + j * DAY,
+                }
+                fh.write(json.dumps(rec) + "\n")
+    with gzip.open(folder / "meta_Beauty.json.gz", "wt", encoding="utf-8") as fh:
+        for p in range(20):
+            rec = {"asin": f"P{p:03d}", "categories": [cats[p % 3]]}
+            if p % 4:
+                rec["title"] = f"Product {p}"
+            if p % 2:
+                rec["brand"] = f"Brand{p % 5}"
+            fh.write(repr(rec) + "\n")
+    ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
+    client = FakeClient(_always_set_1)
+    run = run_saer(client, ds, SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=50), encoder=_bag_of_words)
+    assert run.domain == "ecommerce" and "stand-in" not in run.dataset_label
+    assert {r.template_id.split("/")[1] for r in client.calls} == {"ecommerce"}
+    body = client.calls[0].messages[-1]["content"]
+    assert "Purchase history (reviewed 3-5 stars)" in body and "Recent searches: not available" in body
+    assert "Bought but disliked (reviewed 1-2 stars)" in body
+    # products without a title in the metadata are named by their ASIN, never given an invented title
+    assert any("untitled product P0" in r.messages[-1]["content"] for r in client.calls)
+    assert len(table1(run)) == 6
