@@ -37,7 +37,7 @@ from recjudge_utils.arena import (
     position_consistency,
 )
 from recjudge_utils.offline_metrics import evaluate_recommender, genre_jaccard, offline_table, pearson
-from recjudge_utils.recommenders.fm import torch_threads
+from recjudge_utils.recommenders._torch import torch_threads
 
 DEFAULT_RECOMMENDERS = ("FM", "MiniLM-content", "LightGCN", "SASRec", "DeepFM")
 # our model -> the paper's row it stands in for
@@ -158,7 +158,7 @@ def run_arena(
         if name in fitted:
             continue
         t0 = time.perf_counter()
-        with torch_threads(1):  # see recommenders.fm.torch_threads (also covers SASRec)
+        with torch_threads(1):  # see recommenders._torch.torch_threads (also covers SASRec)
             fitted[name] = build_recommender(name, dataset.users, seed, size).fit(train, dataset.items)
         timings[f"train {name}"] = time.perf_counter() - t0
         log(f"trained {name} in {timings[f'train {name}']:.1f} s")

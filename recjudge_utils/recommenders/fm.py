@@ -15,8 +15,6 @@ or binary cross-entropy on positives against sampled negatives, Adam, L2 on the 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,25 +22,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ._torch import batches, sample_negatives, seeded
+from ._torch import batches, sample_negatives, seeded, torch_threads
 from .base import Recommender
 
 AGE_EDGES = (18, 25, 35, 45, 50, 56)  # ML-1M buckets; ML-100K ages in years fall into the same bins
-
-
-@contextlib.contextmanager
-def torch_threads(n: int = 1) -> Iterator[None]:
-    """Run with ``n`` intra-op threads (restored afterwards).
-
-    These models are many tiny ops; on a busy 2-core machine two OpenMP threads were measured
-    ~20x slower than one for an embedding forward/backward (thread contention), so fits use one.
-    """
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 @dataclass

@@ -16,9 +16,8 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ._torch import batches, sample_negatives, seeded
+from ._torch import batches, sample_negatives, seeded, torch_threads
 from .base import Recommender
-from .fm import torch_threads
 
 
 def normalized_adjacency(matrix: sp.csr_matrix) -> torch.Tensor:
