@@ -16,6 +16,7 @@ a ``run_manifest.md`` page for the book are written to ``book/executed/``; the b
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -78,10 +79,24 @@ def parse_parameter_value(text: str) -> Any:
 
 
 def declared_parameters(notebook: Path) -> set[str]:
-    """Names assigned in the cell tagged ``parameters`` (papermill's own inspection)."""
-    import papermill
+    """Names assigned in the cell tagged ``parameters``.
 
-    return set(papermill.inspect_notebook(str(notebook)).keys())
+    Read with ``ast`` rather than papermill's line-by-line inspection, which skips an assignment whose
+    comment contains quotes (``model = "local"  # "local" = the embedded server``).
+    """
+    nb = nbformat.read(notebook, as_version=4)
+    names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError as exc:
+            raise SystemExit(f"{notebook.name}: the parameters cell is not valid Python ({exc})") from exc
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
 
 
 def git_commit(root: Path) -> str:

@@ -28,7 +28,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "book").mkdir()
     write_notebook(
         tmp_path / "notebooks" / "01_ok.ipynb",
-        'model = "local"\nbase_url = None\nn_users = 3',
+        'model = "local"  # "local" = the embedded server\nbase_url = None\nn_users: int = 3',
         ["total = n_users * 2\nprint(model, total)"],
     )
     return tmp_path
