@@ -113,25 +113,13 @@ def git_commit(root: Path) -> str:
     return sha + ("-dirty" if dirty else "")
 
 
-def collapse_carriage_returns(text: str) -> str:
-    """What a terminal would show: each line keeps only what its last carriage return left (progress bars)."""
-    lines = []
-    for line in text.split("\n"):
-        segments = [segment for segment in line.split("\r") if segment.strip()]
-        lines.append(segments[-1] if segments else "")
-    return "\n".join(lines)
-
-
 def tidy_executed_notebook(path: Path) -> None:
-    """Prepare an executed copy for the book: hide the parameter cells, collapse progress-bar redraws."""
+    """Prepare an executed copy for the book: collapse the parameters / injected-parameters cells."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if any(tag in tags for tag in HIDDEN_CELL_TAGS) and "hide-cell" not in tags:
             cell["metadata"]["tags"] = [*tags, "hide-cell"]
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and "\r" in output.get("text", ""):
-                output["text"] = collapse_carriage_returns(output["text"])
     nbformat.write(nb, path)
 
 

@@ -86,8 +86,3 @@ def test_failing_notebook_names_itself_and_its_cell(project: Path) -> None:
 def test_api_key_cannot_be_a_parameter() -> None:
     with pytest.raises(SystemExit):
         book.main(["-p", "api_key", "sk-secret"])
-
-
-def test_progress_bar_redraws_collapse_to_the_final_state() -> None:
-    text = "judging:   0%|     | 0/3\rjudging:  33%|█    | 1/3\rjudging: 100%|█████| 3/3\ndone\n"
-    assert book.collapse_carriage_returns(text) == "judging: 100%|█████| 3/3\ndone\n"
