@@ -3,6 +3,11 @@
 Inside a checkout of the repository everything lives under the repository (``data/``, ``runs/``,
 both git-ignored); an installed copy used elsewhere falls back to ``~/.cache/recjudge``.
 Environment variables override both: ``RECJUDGE_DATA_DIR`` and ``RECJUDGE_RUNS_DIR``.
+
+Inside ``runs/``: ``cache.sqlite`` (every judge answer, shared by all runs), ``artifacts/`` (trained recommenders'
+outputs, shared by all runs), and one folder per named run (``runs/<run>/``: executed notebooks, manifest, and
+one sub-folder per notebook with its judgment log and ``results.json``). The book runner sets
+``RECJUDGE_RUN_DIR`` for the notebooks it executes; without it they write to ``runs/default/``.
 """
 
 from __future__ import annotations
@@ -37,3 +42,18 @@ def runs_dir() -> Path:
         return Path(env)
     root = project_root()
     return (root / "runs") if root else _home() / "runs"
+
+
+DEFAULT_RUN = "default"
+
+
+def current_run_dir() -> Path:
+    """The folder of the run being executed (``RECJUDGE_RUN_DIR``, set by the book runner), else ``runs/default``."""
+    if env := os.environ.get("RECJUDGE_RUN_DIR"):
+        return Path(env)
+    return runs_dir() / DEFAULT_RUN
+
+
+def artifacts_dir() -> Path:
+    """Stored outputs of trained recommenders, shared by every run (a new judge retrains nothing)."""
+    return runs_dir() / "artifacts"

@@ -1,7 +1,7 @@
 import sqlite3
 import threading
 
-from recjudge_utils.cache import JudgeCache, cache_key, messages_hash
+from recjudge_utils.judge.cache import JudgeCache, cache_key, messages_hash
 
 BASE = {
     "endpoint": "http://127.0.0.1:1/v1",

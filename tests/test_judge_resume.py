@@ -19,7 +19,7 @@ N = 40
 WORKER = textwrap.dedent(
     """
     import sys
-    from recjudge_utils.client import JudgeClient, JudgeRequest
+    from recjudge_utils.judge.client import JudgeClient, JudgeRequest
 
     base_url, cache_path, run_dir, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     reqs = [

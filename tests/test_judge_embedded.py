@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recjudge_utils.client import JudgeClient, JudgeRequest
+from recjudge_utils.judge.client import JudgeClient, JudgeRequest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,7 @@ def test_embedded_model_end_to_end(tmp_path, monkeypatch):
 WORKER = textwrap.dedent(
     """
     import sys, time
-    from recjudge_utils.local_server import get_local_server
+    from recjudge_utils.judge.embedded_server import get_local_server
     srv = get_local_server()
     print(srv.process.pid, flush=True)
     time.sleep(600)

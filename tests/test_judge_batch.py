@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from recjudge_utils.batch import judge_many_batch
-from recjudge_utils.client import JudgeClient, JudgeRequest
+from recjudge_utils.judge.backends.batch import BatchBackend
+from recjudge_utils.judge.client import JudgeClient, JudgeRequest
 
 SENTINEL = "sk-SENTINEL-batch-55aa"
 
@@ -42,10 +42,12 @@ def client_factory(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
     made = []
 
-    def make(srv, run="b"):
+    def make(srv, run="b", backend="openai", **options):
         c = JudgeClient(
             model="gpt-4o-mini",
             base_url=srv.base_url,
+            backend=backend,
+            backend_options=options,
             run_dir=tmp_path / run,
             cache_path=tmp_path / "cache.sqlite",
             progress=False,
@@ -63,8 +65,9 @@ def test_batch_route_folds_into_cache_and_bills_half(client_factory, tmp_path):
     with FakeOpenAIServer(script=script, batch_polls=3) as srv:
         client = client_factory(srv)
         client.judge_many([req(0)])  # already cached: must not be in the batch
+        batch = client_factory(srv, backend="batch", poll_interval=0.01)
         reqs = [req(i) for i in range(15)] + [req(2)]
-        results = judge_many_batch(client, reqs, poll_interval=0.01)
+        results = batch.judge_many(reqs)
         assert len(results) == 16
         assert [r.value["item"] for r in results if r.status == "parsed"] == [i for i in range(15) if i != 13] + [2]
         bad = results[13]
@@ -85,7 +88,7 @@ def test_batch_route_folds_into_cache_and_bills_half(client_factory, tmp_path):
         again = client.judge_many([req(i) for i in range(15) if i != 13])
         assert all(x.cache_hit for x in again) and len(srv.requests) == n_chat
         # the failed line was not cached; a second batch call resubmits only it
-        results2 = judge_many_batch(client, reqs, poll_interval=0.01)
+        results2 = batch.judge_many(reqs)
         assert len(srv.batch_lines) == 15 and results2[13].status == "error"
         state = json.loads((client.run_dir / "batches.json").read_text())
         assert len(state["batches"]) == 2 and all(b["folded"] for b in state["batches"].values())
@@ -98,13 +101,13 @@ def test_batch_route_folds_into_cache_and_bills_half(client_factory, tmp_path):
 
 def test_batch_resumes_a_submitted_batch_instead_of_paying_twice(client_factory):
     with FakeOpenAIServer(script=script, batch_polls=1000) as srv:
-        client = client_factory(srv)
+        client = client_factory(srv, backend="batch", poll_interval=0.01, batch_timeout=0.1)
         with pytest.raises(TimeoutError, match="resume"):
-            judge_many_batch(client, [req(i) for i in range(3)], poll_interval=0.01, timeout=0.1)
+            client.judge_many([req(i) for i in range(3)])
         assert len(srv.batches) == 1
         srv.batch_polls = 1  # the batch finishes on the next poll
-        client2 = client_factory(srv)
-        results = judge_many_batch(client2, [req(i) for i in range(3)], poll_interval=0.01)
+        client2 = client_factory(srv, backend="batch", poll_interval=0.01)
+        results = client2.judge_many([req(i) for i in range(3)])
         assert len(srv.batches) == 1  # no second submission
         assert [r.value["item"] for r in results] == [0, 1, 2]
         assert not any(r.cache_hit for r in results)
@@ -112,17 +115,14 @@ def test_batch_resumes_a_submitted_batch_instead_of_paying_twice(client_factory)
 
 def test_batch_retry_failed_with_chat(client_factory):
     with FakeOpenAIServer(script=script) as srv:
-        client = client_factory(srv)
+        client = client_factory(srv, backend="batch", poll_interval=0.01, retry_failed_with_chat=True)
         srv_script_calls = len(srv.requests)
-        results = judge_many_batch(client, [req(12), req(13)], poll_interval=0.01, retry_failed_with_chat=True)
+        results = client.judge_many([req(12), req(13)])
         # item 13 fails everywhere (the script always answers 500): it is an error after chat retries too
         assert results[0].status == "parsed" and results[1].status == "error"
         assert len(srv.requests) > srv_script_calls
 
 
 def test_batch_refuses_local_model():
-    class FakeLocal:
-        is_local = True
-
     with pytest.raises(ValueError, match="remote"):
-        judge_many_batch(FakeLocal(), [req(0)])
+        BatchBackend(model="local")

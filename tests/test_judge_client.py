@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from recjudge_utils.client import JudgeClient, JudgeError, JudgeRequest, JudgeResult
-from recjudge_utils.parsing import ParseError, json_field_parser
+from recjudge_utils.judge.client import JudgeClient, JudgeError, JudgeRequest, JudgeResult
+from recjudge_utils.judge.parsing import ParseError, json_field_parser
 
 SENTINEL = "sk-SENTINEL-do-not-write-7f3a9c"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}

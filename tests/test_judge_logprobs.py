@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from recjudge_utils.logprobs import compact_logprobs, label_distribution
+from recjudge_utils.judge.logprobs import compact_logprobs, label_distribution
 
 OPTS = ("1", "2", "3", "4", "5")
 

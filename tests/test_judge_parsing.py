@@ -1,6 +1,6 @@
 import pytest
 
-from recjudge_utils.parsing import ParseError, extract_label, json_field_parser, parse_json_object
+from recjudge_utils.judge.parsing import ParseError, extract_label, json_field_parser, parse_json_object
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_parse_json_object_failures_raise_parse_error_with_reason(text, reason):
 
 
 def test_parse_error_is_reexported_by_client():
-    from recjudge_utils.client import ParseError as ClientParseError
+    from recjudge_utils.judge.client import ParseError as ClientParseError
 
     assert ClientParseError is ParseError
 

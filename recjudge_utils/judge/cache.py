@@ -122,6 +122,23 @@ class JudgeCache:
                 (key, time.time(), endpoint, model, template_id, template_version, data),
             )
 
+    def put_many(self, rows: list[tuple[str, dict, str, str, str | None, str | None]]) -> None:
+        """Store many responses ``(key, response, endpoint, model, template_id, template_version)`` in ONE
+        transaction: all of them or, on any error, none."""
+        now = time.time()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses (key, created, endpoint, model, template_id, template_version,"
+                    " response) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(k, now, e, m, t, v, json.dumps(r, ensure_ascii=False)) for k, r, e, m, t, v in rows],
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
     def __contains__(self, key: str) -> bool:
         with self._lock:
             return self._conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib.resources
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["BATCH_DISCOUNT", "PriceTable", "load_pricing"]
 
@@ -20,17 +21,17 @@ BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the standard price
 
 
 def _default_table() -> dict[str, dict[str, float]]:
-    text = importlib.resources.files("recjudge_utils").joinpath("pricing.json").read_text(encoding="utf-8")
+    text = importlib.resources.files("recjudge_utils.judge").joinpath("pricing.json").read_text(encoding="utf-8")
     return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
 
 
-def load_pricing(override: dict | str | Path | None = None) -> dict[str, dict[str, float]]:
+def load_pricing(override: Mapping[str, Any] | str | Path | None = None) -> dict[str, dict[str, float]]:
     """Default table updated with ``override`` (a dict or a JSON file path)."""
     table = _default_table()
     if override is None:
         return table
     if isinstance(override, str | Path):
-        override = json.loads(Path(override).read_text(encoding="utf-8"))
+        override = cast(Mapping[str, Any], json.loads(Path(override).read_text(encoding="utf-8")))
     for model, price in dict(override).items():
         if str(model).startswith("_"):
             continue
@@ -43,7 +44,7 @@ def load_pricing(override: dict | str | Path | None = None) -> dict[str, dict[st
 class PriceTable:
     """Looks up a model's price; dated snapshots fall back to the base name (gpt-4o-2024-11-20 -> gpt-4o)."""
 
-    def __init__(self, override: dict | str | Path | None = None) -> None:
+    def __init__(self, override: Mapping[str, Any] | str | Path | None = None) -> None:
         self.table = load_pricing(override)
 
     def price(self, model: str) -> dict[str, float] | None:

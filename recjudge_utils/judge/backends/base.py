@@ -1,0 +1,228 @@
+"""What a judge backend is: it turns a request into a planned call with a cache key, and answers planned calls.
+
+The client (:class:`recjudge_utils.judge.client.JudgeClient`) owns the cache, the log and the accounting; a
+backend owns everything that depends on *who* answers: the request body it sends, the identity that goes
+into the cache key (never an API key), how many calls may be in flight, and how calls are made.
+
+* :class:`Backend` is the interface. ``complete_many`` receives the calls the cache could not answer and
+  reports each outcome through a callback as soon as it is known (the client commits it to the cache at
+  once, so a crash loses only calls still in flight).
+* :class:`ChatBackend` implements ``complete_many`` for request/response APIs: a bounded thread pool, retries
+  with backoff (:mod:`recjudge_utils.judge.transport`), and downgrades (a backend that rejects an optional
+  feature such as ``json_schema`` is asked again without it, under the new cache key).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from recjudge_utils.judge.cache import cache_key, messages_hash
+from recjudge_utils.judge.transport import Downgrade, Failure, RetryPolicy, call_with_retries
+from recjudge_utils.judge.types import Completion, JudgeError, JudgeRequest
+
+__all__ = ["Backend", "CallOutcome", "ChatBackend", "Job", "Plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The call a backend would make for a request: the body it sends and the cache key of the answer."""
+
+    params: dict[str, object]
+    key: str
+    messages_hash: str
+
+    @classmethod
+    def build(cls, params: dict[str, object], key: str) -> Plan:
+        msgs = params.get("messages", [])
+        return cls(params=params, key=key, messages_hash=messages_hash(msgs if isinstance(msgs, list) else []))
+
+    @classmethod
+    def for_request(
+        cls,
+        request: JudgeRequest,
+        params: dict[str, object],
+        *,
+        endpoint: str,
+        model: str,
+        response_format: dict | None = None,
+        extra: dict | None = None,
+    ) -> Plan:
+        """The plan for ``request`` sent as ``params``: its cache key covers the request's messages, sampling and
+        template, the backend's identity, and ``extra`` (whatever else changes this backend's answer)."""
+        key = cache_key(
+            endpoint=endpoint,
+            model=model,
+            messages=[dict(m) for m in request.messages],
+            temperature=request.temperature,
+            seed=request.seed,
+            max_tokens=request.max_tokens,
+            response_format=response_format,
+            template_id=request.template_id,
+            template_version=request.template_version,
+            extra=extra,
+        )
+        return cls.build(params, key)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call the cache could not answer: its position in the caller's list, the request and its plan."""
+
+    index: int
+    request: JudgeRequest
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """How one job ended: an answer or an error, under which plan, at what cost in time and attempts."""
+
+    plan: Plan
+    completion: Completion | None
+    error: str | None = None
+    latency_s: float = 0.0
+    attempts: int = 0
+    from_cache: bool = False  # answered by the cache under a downgraded plan's key
+    batch: bool = False  # billed at the Batch API price
+
+
+Lookup = Callable[[str], Completion | None]
+Deliver = Callable[[Job, CallOutcome], None]
+
+
+class Backend(ABC):
+    """A judge backend, registered by name with :func:`recjudge_utils.judge.backends.register_backend`."""
+
+    name: ClassVar[str]
+    endpoint_id: str  # identity in the cache key: a URL, a model file's hash, "sim:<parameters>"; never a key
+    api_model: str  # model name sent in requests
+    model_name: str  # human-readable, for titles
+    price_model: str  # row of the price table
+    max_concurrency: int = 1
+    route: str = "chat"  # how answers are billed and logged ("chat", "batch", "sim")
+
+    @abstractmethod
+    def plan(self, request: JudgeRequest) -> Plan:
+        """Request body and cache key for ``request`` under the backend's current options."""
+
+    def plan_variants(self, request: JudgeRequest) -> list[Plan]:
+        """Plans this request may have been answered under (current first); downgradable backends add the
+        downgraded forms, so an offline replay finds answers recorded after a downgrade."""
+        return [self.plan(request)]
+
+    def describe(self) -> str:
+        """Where calls go, for error messages."""
+        return f"{self.name} backend, model {self.api_model!r}"
+
+    def scrub(self, text: str) -> str:
+        """Remove secrets from text that may be logged (nothing to remove by default)."""
+        return text
+
+    @abstractmethod
+    def complete_many(
+        self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
+    ) -> None:
+        """Answer every job, calling ``deliver(job, outcome)`` once per job as soon as it is known.
+
+        ``lookup(key)`` reads the cache (for keys that change mid-run, e.g. after a downgrade). Setting
+        ``stop`` asks the backend to finish early (jobs not yet started are not delivered).
+        """
+
+    def bind(self, run_dir: Path, run_name: str, progress: bool) -> None:
+        """Tell the backend which run folder it works for (the Batch API keeps its state there)."""
+        return None
+
+    def preflight(self) -> None:
+        """Check that the endpoint answers and serves the model (judge profiles call it before a run)."""
+        return None
+
+    def close(self) -> None:
+        """Release connections, pools and servers."""
+        return None
+
+
+class ChatBackend(Backend):
+    """A request/response backend: subclasses implement :meth:`call` (one attempt) and :meth:`classify`."""
+
+    timeout: float = 120.0
+
+    @abstractmethod
+    def call(self, plan: Plan) -> Completion:
+        """One attempt at one call; raise on failure (:meth:`classify` says whether to retry)."""
+
+    def classify(self, exc: Exception) -> Failure:
+        return Failure(False, f"{type(exc).__name__}: {exc}")
+
+    def downgrade(self, what: str) -> bool:
+        """Drop an optional feature the endpoint rejected; False when there is nothing left to drop."""
+        return False
+
+    def _one(self, job: Job, lookup: Lookup, policy: RetryPolicy) -> CallOutcome:
+        plan = job.plan
+        current = self.plan(job.request)  # another thread may have downgraded an option since planning
+        if current.key != plan.key:
+            plan = current
+            hit = lookup(plan.key)
+            if hit is not None:
+                return CallOutcome(plan, hit, from_cache=True)
+        for _ in range(3):
+            started = [0.0]
+
+            def attempt(plan: Plan = plan, started: list[float] = started) -> Completion:
+                started[0] = time.perf_counter()
+                return self.call(plan)
+
+            try:
+                completion, attempts = call_with_retries(
+                    attempt, self.classify, policy, "judge call", self.describe(), self.scrub
+                )
+            except Downgrade as d:
+                if not self.downgrade(d.what):
+                    raise JudgeError(f"{self.describe()} rejected the request ({d.what})") from None
+                new = self.plan(job.request)
+                if new.params == plan.params:
+                    raise JudgeError(f"{self.describe()} rejected the request ({d.what})") from None
+                plan = new
+                hit = lookup(plan.key)
+                if hit is not None:
+                    return CallOutcome(plan, hit, from_cache=True)
+                continue
+            latency = time.perf_counter() - started[0]
+            return CallOutcome(plan, completion, latency_s=latency, attempts=attempts)
+        raise JudgeError(f"{self.describe()}: request options rejected repeatedly")
+
+    def complete_many(
+        self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
+    ) -> None:
+        if not jobs:
+            return
+        queue = list(reversed(jobs))
+        pending: dict[Future[CallOutcome], Job] = {}
+        with ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="recjudge-judge") as pool:
+            try:
+                while queue or pending:
+                    while queue and len(pending) < self.max_concurrency and not stop.is_set():
+                        job = queue.pop()
+                        pending[pool.submit(self._one, job, lookup, policy)] = job
+                    if not pending:
+                        break
+                    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        job = pending.pop(fut)
+                        try:
+                            outcome = fut.result()
+                        except JudgeError as exc:
+                            outcome = CallOutcome(
+                                job.plan, None, error=self.scrub(str(exc)), attempts=policy.max_retries + 1
+                            )
+                        deliver(job, outcome)
+            finally:
+                for fut in pending:
+                    fut.cancel()

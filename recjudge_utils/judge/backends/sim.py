@@ -1,0 +1,199 @@
+"""The simulated judge: a backend of known quality that answers from the truth each request carries.
+
+It exists to show, and to test, what each protocol measures and when it fails: an LLM of unknown quality cannot.
+Every answer is written in the exact format the prompt asks for (the request's ``answer_format``), so the real
+parsers read it. It is labelled "simulated judge" everywhere it appears and is never the default judge.
+
+**The error model** (all probabilities per answer; ``Z`` a standard normal draw; one seeded generator per request,
+from ``seed`` and the request's cache key, so the same request always gets the same answer):
+
+* *context neglect* ``c``: with probability ``c`` the judge ignores the user's history and profile and has no
+  information about the truth (it sees the scale midpoint, or no preference);
+* *score noise* ``noise`` and *leniency* ``leniency``: a pointwise answer is ``round(truth + leniency + noise * Z)``
+  clipped to the scale (five levels for scores; Poor / Partial / Good for SAER labels; an absolute list score
+  uses the same on a [0, 1] scale divided by 4);
+* pairwise: the perceived evidence difference ``s = (first - second) + noise * Z`` (the truth is the held-out
+  positives each list holds; 0 under context neglect). A *strong* preference (``|s| >= margin``, default 0.5)
+  names the list with more evidence, except that with *tie propensity* ``t`` it answers Tie anyway. A *weak or
+  absent* preference names the list shown first with probability ``position_bias`` (``b``) and is a Tie otherwise;
+  so with no preference the list shown first wins with probability ``b`` and ties ``1 - b``: a single-order win
+  rate, ties counted half, of ``0.5 + b / 2``;
+* *unparseable answers* ``unparseable``: with that probability the answer is prose no parser accepts.
+
+With every parameter at 0 the judge reproduces the truth exactly through every protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from recjudge_utils.judge.backends import register_backend
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
+from recjudge_utils.judge.transport import RetryPolicy
+from recjudge_utils.judge.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, truth_to_dict
+from recjudge_utils.judge.types import Completion, JudgeRequest
+
+__all__ = ["SIM_PREFIX", "SimParameters", "SimulatedJudge", "simulated_answer"]
+
+SIM_PREFIX = "simulated judge"
+UNPARSEABLE_ANSWER = "I am not sure how to judge this one; both look reasonable to me."
+
+
+@dataclass(frozen=True)
+class SimParameters:
+    """The simulated judge's error model (see the module docstring)."""
+
+    noise: float = 0.0
+    leniency: float = 0.0
+    position_bias: float = 0.0
+    tie_propensity: float = 0.0
+    context_neglect: float = 0.0
+    unparseable: float = 0.0
+    margin: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("position_bias", "tie_propensity", "context_neglect", "unparseable"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"simulated judge: {name} is a probability, not {value}")
+        if self.noise < 0 or self.margin < 0:
+            raise ValueError("simulated judge: noise and margin must be >= 0")
+
+    def describe(self) -> str:
+        parts = [f"noise {self.noise:g}"]
+        for name, label in (
+            ("leniency", "leniency"),
+            ("position_bias", "position bias"),
+            ("tie_propensity", "tie propensity"),
+            ("context_neglect", "context neglect"),
+            ("unparseable", "unparseable"),
+        ):
+            value = getattr(self, name)
+            if value:
+                parts.append(f"{label} {value:g}")
+        return f"{SIM_PREFIX} ({', '.join(parts)})"
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _required(request: JudgeRequest) -> list[str]:
+    schema = request.json_schema or {}
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    return [str(f) for f in required] if isinstance(required, list | tuple) else []
+
+
+def _level(truth: float, p: SimParameters, rng: np.random.Generator, low: int, high: int, neglect: bool) -> int:
+    centre = (low + high) / 2 if neglect else truth
+    return int(np.clip(np.rint(centre + p.leniency + p.noise * rng.standard_normal()), low, high))
+
+
+def _prefer(truth: PreferenceTruth | None, p: SimParameters, rng: np.random.Generator) -> str:
+    """'first', 'second' or 'tie' (see the module docstring)."""
+    neglect = rng.random() < p.context_neglect
+    diff = 0.0 if neglect or truth is None else float(truth.first - truth.second)
+    s = diff + p.noise * rng.standard_normal()
+    if abs(s) >= p.margin:
+        if rng.random() < p.tie_propensity:
+            return "tie"
+        return "first" if s > 0 else "second"
+    return "first" if rng.random() < p.position_bias else "tie"
+
+
+def simulated_answer(request: JudgeRequest, p: SimParameters, rng: np.random.Generator) -> str:
+    """The answer text for one request, in the format its prompt asks for."""
+    from recjudge_utils.protocols.answers.arena_verdicts import format_absolute, format_pairwise
+    from recjudge_utils.protocols.answers.json_levels import format_levels
+    from recjudge_utils.protocols.answers.saer_fields import format_list_label, format_set_verdict
+
+    if rng.random() < p.unparseable:
+        return UNPARSEABLE_ANSWER
+    truth = request.truth
+    fmt = request.answer_format
+    if fmt == "json_levels":
+        neglect = rng.random() < p.context_neglect
+        fields = _required(request) or ["score"]
+        score_truth = truth if isinstance(truth, ScoreTruth) else None
+        values = {}
+        for f in fields:
+            t = None if score_truth is None else score_truth.level(f)
+            if t is None and score_truth is not None:
+                t = score_truth.level("score")
+            values[f] = _level(3.0 if t is None else float(t), p, rng, 1, 5, neglect or t is None)
+        return format_levels(values)
+    if fmt in ("arena_pairwise", "saer_pairwise"):
+        pref = truth if isinstance(truth, PreferenceTruth) else None
+        if fmt == "saer_pairwise":
+            return format_set_verdict({"first": "Set 1", "second": "Set 2", "tie": "Tie"}[_prefer(pref, p, rng)])
+        words = {"first": "A wins", "second": "B wins", "tie": "Tie"}
+        return format_pairwise({key: words[_prefer(pref, p, rng)] for key in _required(request)})
+    if fmt == "json_list_score":
+        neglect = rng.random() < p.context_neglect
+        value = truth.value if isinstance(truth, ListScoreTruth) else 0.5
+        centre = 0.5 if neglect or not isinstance(truth, ListScoreTruth) else value
+        score = float(np.clip(centre + (p.leniency + p.noise * rng.standard_normal()) / 4.0, 0.0, 1.0))
+        return format_absolute(score)
+    if fmt == "saer_list_label":
+        labels = truth.labels if isinstance(truth, LabelTruth) else ("Poor Match", "Partial Match", "Good Match")
+        neglect = rng.random() < p.context_neglect or not isinstance(truth, LabelTruth)
+        level = truth.level if isinstance(truth, LabelTruth) else 1
+        return format_list_label(labels[_level(float(level), p, rng, 0, len(labels) - 1, neglect)])
+    raise ValueError(f"the simulated judge cannot answer format {fmt!r} (request {request.template_id})")
+
+
+@register_backend("sim")
+class SimulatedJudge(Backend):
+    """A judge of known quality (see the module docstring); options are the :class:`SimParameters` fields."""
+
+    name = "sim"
+    route = "sim"
+
+    def __init__(self, model: str = "sim", offline: bool = False, **parameters: float) -> None:
+        self.params = SimParameters(**parameters)  # type: ignore[arg-type]
+        self.api_model = model
+        self.model_name = self.params.describe()
+        self.endpoint_id = "sim:" + json.dumps(asdict(self.params), sort_keys=True)
+        self.price_model = "local"
+        self.max_concurrency = 1
+
+    def plan(self, request: JudgeRequest) -> Plan:
+        params: dict[str, object] = {
+            "model": self.api_model,
+            "messages": [dict(m) for m in request.messages],
+            "answer_format": request.answer_format,
+        }
+        return Plan.for_request(
+            request,
+            params,
+            endpoint=self.endpoint_id,
+            model=self.api_model,
+            response_format={"required": _required(request)},
+            extra={"truth": truth_to_dict(request.truth), "answer_format": request.answer_format},
+        )
+
+    def complete_many(
+        self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
+    ) -> None:
+        for job in jobs:
+            if stop.is_set():
+                return
+            text = simulated_answer(job.request, self.params, _rng(self.params.seed, job.plan.key))
+            prompt_chars = sum(len(str(m["content"])) for m in job.request.messages)
+            completion = Completion(
+                text=text,
+                finish_reason="stop",
+                prompt_tokens=max(1, prompt_chars // 4),
+                completion_tokens=max(1, len(text) // 4),
+                latency_s=0.0,
+                route="sim",
+            )
+            deliver(job, CallOutcome(job.plan, completion, attempts=1))

@@ -1,0 +1,180 @@
+"""The judgment log of a run, and the usage table built from it.
+
+Every judgment (API call, cache hit or error) becomes one line of ``<run_dir>/judgments.jsonl`` with its
+cache key, raw answer, parse status and reason, usage, cost, route and the request's metadata and truth.
+The full messages are written once per distinct prompt to ``<run_dir>/messages.jsonl`` (keyed by their
+hash), so the log stays small even with long few-shot prompts. Every line passes through the backend's
+``scrub`` first, so a secret that leaked into an error message never reaches the disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import math
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from recjudge_utils.judge.backends.base import Plan
+from recjudge_utils.judge.truth import truth_to_dict
+from recjudge_utils.judge.types import JudgeRequest, JudgeResult
+
+__all__ = ["USAGE_COLUMNS", "JudgmentLog"]
+
+USAGE_COLUMNS = [
+    "template_id",
+    "calls",
+    "cache_hits",
+    "api_calls",
+    "parsed",
+    "unparsed",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "seconds",
+]
+
+
+def _utcnow() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        with contextlib.suppress(Exception):
+            return o.item()
+    if isinstance(o, set | frozenset | tuple):
+        return list(o)
+    if hasattr(o, "__dict__"):
+        return dict(o.__dict__)
+    return str(o)
+
+
+class JudgmentLog:
+    """Append-only JSONL records of one run folder, plus the in-memory rows of this session's usage."""
+
+    def __init__(self, run_dir: Path, scrub: Callable[[str], str]) -> None:
+        self.run_dir = run_dir
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = run_dir / "judgments.jsonl"
+        self.messages_path = run_dir / "messages.jsonl"
+        self._scrub = scrub
+        self._lock = threading.Lock()
+        self._logged_messages = self._load_logged_message_hashes()
+        self.rows: list[dict[str, Any]] = []
+
+    def _load_logged_message_hashes(self) -> set[str]:
+        seen: set[str] = set()
+        if self.messages_path.exists():
+            with open(self.messages_path, encoding="utf-8") as fh:
+                for line in fh:
+                    m = re.match(r'\{"messages_hash": "([0-9a-f]{64})"', line)
+                    if m:
+                        seen.add(m.group(1))
+        return seen
+
+    def _write_line(self, path: Path, record: dict[str, Any]) -> None:
+        line = self._scrub(json.dumps(record, ensure_ascii=False, default=_json_default)) + "\n"
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+
+    def write(
+        self,
+        request: JudgeRequest,
+        plan: Plan,
+        result: JudgeResult[Any],
+        *,
+        run_name: str,
+        model: str,
+        model_name: str,
+        endpoint: str,
+        route: str,
+    ) -> None:
+        api_call = not result.cache_hit and result.status != "error"
+        record = {
+            "ts": _utcnow(),
+            "run": run_name,
+            "template_id": request.template_id,
+            "template_version": str(request.template_version),
+            "model": model,
+            "model_name": model_name,
+            "endpoint": endpoint,
+            "cache_key": plan.key,
+            "messages_hash": plan.messages_hash,
+            "messages_ref": f"{self.messages_path.name}#{plan.messages_hash}",
+            "raw_response": result.raw_text,
+            "finish_reason": result.finish_reason,
+            "parsed": result.value,
+            "status": result.status,
+            "reason": result.reason,
+            "label_probs": result.label_probs,
+            "expected_label": result.expected_label,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "latency_s": round(result.latency_s, 4),
+            "cache_hit": result.cache_hit,
+            "cost_usd": None if math.isnan(result.cost_usd) else result.cost_usd,
+            "route": route,
+            "attempts": result.attempts,
+            "metadata": dict(request.metadata) if request.metadata is not None else None,
+            "truth": truth_to_dict(request.truth),
+        }
+        with self._lock:
+            if plan.messages_hash not in self._logged_messages:
+                self._write_line(
+                    self.messages_path, {"messages_hash": plan.messages_hash, "messages": plan.params["messages"]}
+                )
+                self._logged_messages.add(plan.messages_hash)
+            self._write_line(self.log_path, record)
+            self.rows.append(
+                {
+                    "template_id": request.template_id,
+                    "status": result.status,
+                    "cache_hit": bool(result.cache_hit),
+                    "api_call": bool(api_call),
+                    "api_prompt_tokens": result.prompt_tokens if api_call else 0,
+                    "api_completion_tokens": result.completion_tokens if api_call else 0,
+                    "cost_usd": result.cost_usd,
+                    "latency_s": result.latency_s,
+                }
+            )
+
+    def usage_summary(self, model_name: str, total: bool = True) -> pd.DataFrame:
+        """Per template: judgments, cache hits, API calls, parsed/unparsed/errors, tokens and dollars spent by
+        API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
+        cols = USAGE_COLUMNS
+        if not self.rows:
+            return pd.DataFrame({c: pd.Series(dtype="float64" if c == "cost_usd" else "int64") for c in cols})
+        df = pd.DataFrame(self.rows)
+        g = df.groupby("template_id", sort=True)
+        out = pd.DataFrame(
+            {
+                "calls": g.size(),
+                "cache_hits": g["cache_hit"].sum(),
+                "api_calls": g["api_call"].sum(),
+                "parsed": g["status"].apply(lambda s: int((s == "parsed").sum())),
+                "unparsed": g["status"].apply(lambda s: int((s == "unparsed").sum())),
+                "errors": g["status"].apply(lambda s: int((s == "error").sum())),
+                "prompt_tokens": g["api_prompt_tokens"].sum(),
+                "completion_tokens": g["api_completion_tokens"].sum(),
+                "cost_usd": g["cost_usd"].sum(min_count=1),
+                "seconds": g["latency_s"].sum().round(2),
+            }
+        ).reset_index()
+        if total:
+            tot = out.drop(columns="template_id").sum(numeric_only=True, min_count=1).to_frame().T
+            tot.insert(0, "template_id", "TOTAL")
+            out = pd.concat([out, tot], ignore_index=True)
+        for c in cols[1:]:
+            if c not in ("cost_usd", "seconds"):
+                out[c] = out[c].astype("int64")
+        out.attrs["model"] = model_name
+        return out[cols]

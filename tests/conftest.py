@@ -1,0 +1,124 @@
+"""Shared test fixtures: run-folder isolation, the fake OpenAI server on the path, and one scripted judge.
+
+The scripted judge is a backend registered like any other (``backend="scripted"``): a test gives it a
+function from a request to the answer text (or an exception, or None for "no answer"), and gets a real
+:class:`~recjudge_utils.judge.client.JudgeClient` around it, so every protocol test exercises the real client
+path: planning, the cache, deduplication, parsing into ``JudgeResult``, the JSONL log and the usage table.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/ is not a package: make fake_openai_server importable
+
+from recjudge_utils.judge.backends import register_backend
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
+from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.transport import RetryPolicy
+from recjudge_utils.judge.types import Completion, JudgeRequest
+
+Answer = Callable[[JudgeRequest], "str | Exception | Completion | None"]
+
+
+@register_backend("scripted")
+class ScriptedBackend(Backend):
+    """Answers each request with ``answer(request)``; records every request it was asked."""
+
+    name = "scripted"
+    route = "chat"
+
+    instances = 0
+
+    def __init__(self, model: str = "scripted", answer: Answer | None = None, offline: bool = False) -> None:
+        ScriptedBackend.instances += 1
+        self.api_model = model
+        self.model_name = f"scripted judge ({model})"
+        # one cache identity per instance: two scripts in one test never read each other's answers
+        self.endpoint_id = f"scripted:{model}:{ScriptedBackend.instances}"
+        self.price_model = "local"
+        self.max_concurrency = 1
+        self.answer: Answer = answer or (lambda request: '{"score": 3}')
+        self.asked: list[JudgeRequest] = []
+
+    def plan(self, request: JudgeRequest) -> Plan:
+        params: dict[str, object] = {"model": self.api_model, "messages": [dict(m) for m in request.messages]}
+        return Plan.for_request(
+            request,
+            params,
+            endpoint=self.endpoint_id,
+            model=self.api_model,
+            # the scripted answer may read the truth and metadata, so they are part of its key
+            extra={"metadata": dict(request.metadata or {}), "truth": repr(request.truth)},
+        )
+
+    def complete_many(
+        self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
+    ) -> None:
+        for job in jobs:
+            self.asked.append(job.request)
+            out = self.answer(job.request)
+            if isinstance(out, Exception):
+                deliver(job, CallOutcome(job.plan, None, error=str(out), attempts=1))
+            elif isinstance(out, Completion):
+                deliver(job, CallOutcome(job.plan, out, attempts=1))
+            else:
+                deliver(job, CallOutcome(job.plan, Completion(out, "stop", 7, 3, route="chat"), attempts=1))
+
+
+def with_label_probs(text: str, probs: dict[str, float]) -> Completion:
+    """A scripted answer that also carries label logprobs (one label token), like a backend with logprobs."""
+    tops = [[f" {label}", math.log(p)] for label, p in probs.items() if p > 0]
+    first = tops[0]
+    return Completion(text, "stop", 7, 3, logprobs=[[first[0], first[1], tops]], route="chat")
+
+
+class ScriptedJudge(JudgeClient):
+    """A real JudgeClient over the scripted backend that also records each ``judge_many`` call (desc, requests)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple[str | None, list[JudgeRequest]]] = []
+
+    def judge_many(
+        self, requests: Sequence[JudgeRequest], parse: Any = None, desc: str | None = None, **kw: Any
+    ) -> Any:
+        self.calls.append((desc, list(requests)))
+        return super().judge_many(requests, parse, desc, **kw)
+
+
+@pytest.fixture(autouse=True)
+def isolated_runs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own runs folder (cache, logs, artifacts): nothing leaks between tests or into runs/."""
+    runs = tmp_path_factory.mktemp("runs")
+    monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(runs))
+    return runs
+
+
+@pytest.fixture
+def scripted_judge(tmp_path: Path) -> Iterator[Callable[..., ScriptedJudge]]:
+    """``scripted_judge(answer, model="scripted", **client_options) -> JudgeClient`` over the scripted backend."""
+    made: list[ScriptedJudge] = []
+
+    def make(answer: Answer, model: str = "scripted", **options: object) -> ScriptedJudge:
+        options.setdefault("progress", False)
+        options.setdefault("run_dir", tmp_path / f"run-{model}")
+        client = ScriptedJudge(
+            model=model,
+            backend="scripted",
+            backend_options={"answer": answer},
+            **options,  # type: ignore[arg-type]
+        )
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
