@@ -1,36 +1,46 @@
-"""RecSys Arena judge: prompt rendering, strict verdict parsing, order mapping, adjudication, Q, paper tables."""
+"""RecSys Arena: prompt rendering, strict verdict parsing, order mapping, adjudication, Q, paper tables, the run.
+
+Judges are the shared scripted judge of conftest.py: a real JudgeClient over a scripted backend."""
 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge_utils import arena
-from recjudge_utils.arena import (
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments import arena as ax
+from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.metrics.pairwise import adjudicate, q_value, wtl_summary
+from recjudge_utils.prompts import load_prompt
+from recjudge_utils.protocols.answers.arena_verdicts import (
     OVERALL,
-    AbsoluteJudge,
-    ArenaContext,
-    PairwiseJudge,
-    adjudicate,
-    adjudicated_outcomes,
-    arena_table,
     aspect_key,
     canonical_verdict,
-    load_prompt,
-    outcome_for,
-    paper_table,
     parse_absolute,
     parse_pairwise,
-    position_consistency,
-    q_value,
-    resolve_aspects,
-    wtl_summary,
 )
-from recjudge_utils.parsing import ParseError
+from recjudge_utils.protocols.arena import (
+    AbsoluteJudge,
+    PairwiseJudge,
+    adjudicated_outcomes,
+    outcome_for,
+    position_consistency,
+    resolve_aspects,
+)
+from recjudge_utils.protocols.context import arena
+from recjudge_utils.protocols.context.arena import ArenaContext
+from recjudge_utils.reporting import arena as report
+from recjudge_utils.reporting.arena import arena_table
+from recjudge_utils.reporting.paper import paper_table as _paper_table
+from recjudge_utils.splitting.temporal import split_last_n
+
+
+def paper_table(n: int) -> pd.DataFrame:
+    return _paper_table(f"arena_table{n}")
+
 
 KEYS = [aspect_key(a) for a in resolve_aspects()]
 
@@ -76,34 +86,12 @@ def _all(v: str) -> dict[str, str]:
     return dict.fromkeys(KEYS, v)
 
 
-class FakeClient:
-    """Same ``judge_many`` signature as JudgeClient; answers come from ``script(request) -> text``."""
-
-    model_name = "fake judge"
-
-    def __init__(self, script):
-        self.script = script
-        self.requests = []
-
-    def judge_many(self, requests, parse, desc=None):
-        out = []
-        for req in requests:
-            self.requests.append(req)
-            text = self.script(req)
-            try:
-                value, status, reason = parse(text), "parsed", None
-            except ParseError as exc:
-                value, status, reason = None, "unparsed", str(exc)
-            out.append(SimpleNamespace(status=status, value=value, reason=reason, raw_text=text))
-        return out
-
-
 # ------------------------------------------------------------------------------ prompt files
 def test_prompt_files_have_versions_and_six_aspects():
-    pw = load_prompt("pairwise")
-    ab = load_prompt("absolute")
+    pw = load_prompt("arena/pairwise")
+    ab = load_prompt("arena/absolute")
     assert pw.version and ab.version and pw.id == "arena/pairwise" and ab.id == "arena/absolute"
-    assert list(pw.aspects) == [
+    assert list(pw.get("aspects")) == [
         "Accuracy",
         "Satisfaction",
         "Inspiration",
@@ -123,11 +111,6 @@ def test_resolve_aspects_subset_custom_and_errors():
         resolve_aspects({"Overall": "x"})
 
 
-def test_parse_prompt_file_rejects_missing_version():
-    with pytest.raises(ValueError):
-        arena.parse_prompt_file("id: x\n=== system ===\nhi\n=== user ===\n$profile\n")
-
-
 # ------------------------------------------------------------------------------ rendering
 def test_history_is_most_recent_by_timestamp_oldest_first(items, train):
     ctx = ArenaContext(items, train, n_history=3)
@@ -136,9 +119,9 @@ def test_history_is_most_recent_by_timestamp_oldest_first(items, train):
     assert ArenaContext(items, train, n_history=10).history(1) == [9, 1, 7, 3, 5]
 
 
-def test_render_profile_history_and_lists(items, train, users):
+def test_render_profile_history_and_lists(items, train, users, scripted_judge):
     ctx = ArenaContext(items, train, users, n_history=3)
-    judge = PairwiseJudge(FakeClient(lambda r: ""), ctx, k=2)
+    judge = PairwiseJudge(scripted_judge(lambda r: ""), ctx, k=2)
     system, user_msg = judge.messages(1, [2, 4, 6], [8, 10, 1])
     assert system["role"] == "system" and user_msg["role"] == "user"
     # fixed instructions hold no per-user content; they list all six aspects and the JSON keys
@@ -251,20 +234,20 @@ def test_outcome_mapping_and_adjudication_rules():
     assert adjudicate("win", None) is None and adjudicate(None, None) is None
 
 
-def test_judge_both_orders_maps_back_and_measures_position_bias(items, train, users):
+def test_judge_both_orders_maps_back_and_measures_position_bias(items, train, users, scripted_judge):
     ctx = ArenaContext(items, train, users)
     recs = {"X": {1: [1, 2, 3, 4, 5], 2: [1, 3, 5, 6, 7]}, "Y": {1: [6, 7, 8, 9, 10], 2: [6, 8, 9, 10, 1]}}
     comparisons = pd.DataFrame({"user": [1, 2], "x": ["X", "X"], "y": ["Y", "Y"]})
 
     # a judge that always prefers whatever is shown first
-    always_a = FakeClient(lambda req: _answer(_all("A wins"), "A wins"))
+    always_a = scripted_judge(lambda req: _answer(_all("A wins"), "A wins"))
     raw = PairwiseJudge(always_a, ctx).judge(comparisons, recs, both_orders=True)
-    assert len(raw) == 4 and len(always_a.requests) == 4
+    assert len(raw) == 4 and len(always_a.calls[0][1]) == 4
     first = raw[raw["order"] == "x_first"]
     second = raw[raw["order"] == "y_first"]
     assert (first[OVERALL] == "win").all() and (second[OVERALL] == "lose").all()
     # the y_first request really shows Y's list as A
-    req = always_a.requests[1]
+    req = always_a.calls[0][1][1]
     assert req.metadata["A"] == "Y" and "Movie 6 (" in req.messages[-1]["content"].split("System B are:")[0]
     adj = adjudicated_outcomes(raw, [OVERALL])
     assert (adj[OVERALL] == "tie").all()
@@ -278,17 +261,17 @@ def test_judge_both_orders_maps_back_and_measures_position_bias(items, train, us
             _all("A wins" if req.metadata["A"] == "X" else "B wins"), "A wins" if req.metadata["A"] == "X" else "B wins"
         )
 
-    raw = PairwiseJudge(FakeClient(prefers_x), ctx).judge(comparisons, recs)
+    raw = PairwiseJudge(scripted_judge(prefers_x), ctx).judge(comparisons, recs)
     adj = adjudicated_outcomes(raw, [OVERALL, "accuracy"])
     assert (adj[OVERALL] == "win").all() and (adj["accuracy"] == "win").all()
     assert position_consistency(raw).iloc[0]["consistency"] == 1.0
 
 
-def test_unparsed_answers_are_kept_and_not_adjudicated(items, train):
+def test_unparsed_answers_are_kept_and_not_adjudicated(items, train, scripted_judge):
     ctx = ArenaContext(items, train)
     recs = {"X": {1: [1, 2]}, "Y": {1: [3, 4]}}
     answers = iter([_answer(_all("A wins")), "B wins!"])
-    raw = PairwiseJudge(FakeClient(lambda r: next(answers)), ctx, k=2).judge(
+    raw = PairwiseJudge(scripted_judge(lambda r: next(answers)), ctx, k=2).judge(
         pd.DataFrame({"user": [1], "x": ["X"], "y": ["Y"]}), recs
     )
     assert list(raw["status"]) == ["parsed", "unparsed"]
@@ -299,10 +282,10 @@ def test_unparsed_answers_are_kept_and_not_adjudicated(items, train):
     assert row["n"] == 0 and row["n_unjudged"] == 1
 
 
-def test_absolute_judge_scores_each_list(items, train):
+def test_absolute_judge_scores_each_list(items, train, scripted_judge):
     ctx = ArenaContext(items, train)
     recs = {"X": {1: [1, 2], 2: [3]}, "Y": {1: [3, 4], 2: [5]}}
-    client = FakeClient(lambda r: '{"analysis": "ok", "score": 0.5}' if r.metadata["model"] == "X" else "nope")
+    client = scripted_judge(lambda r: '{"analysis": "ok", "score": 0.5}' if r.metadata["model"] == "X" else "nope")
     out = AbsoluteJudge(client, ctx, k=2).score([1, 2], recs)
     assert len(out) == 4
     assert (out.loc[out["model"] == "X", "score"] == 0.5).all()
@@ -310,7 +293,7 @@ def test_absolute_judge_scores_each_list(items, train):
         out.loc[out["model"] == "Y", "score"].isna().all()
         and (out.loc[out["model"] == "Y", "status"] == "unparsed").all()
     )
-    assert "Recommender System B" not in client.requests[0].messages[-1]["content"]
+    assert "Recommender System B" not in client.calls[0][1][0].messages[-1]["content"]
 
 
 # ------------------------------------------------------------------------------- statistics
@@ -356,7 +339,7 @@ def test_paper_table4_q_and_table1_3_shapes():
     recomputed = np.array([q_value(r.win, r.tie, r.lose) for r in t4.itertuples()])
     assert np.abs(recomputed - t4["q"].to_numpy()).max() < 2e-3
     assert paper_table(1).shape == (10, 4) and paper_table(3).shape == (6, 4)
-    with pytest.raises(ValueError):
+    with pytest.raises(FileNotFoundError):
         paper_table(5)
 
 
@@ -366,8 +349,7 @@ def test_paper_table3_p_values_follow_from_r_with_four_models():
     assert np.allclose(t3["p"], 1 - t3["r"].abs(), atol=2e-4)
 
 
-def test_run_arena_end_to_end_with_a_fake_judge():
-    from recjudge_utils import arena_experiment as ax
+def test_run_arena_end_to_end_with_a_scripted_judge(scripted_judge):
     from recjudge_utils.recommenders.fm import FM
 
     rng = np.random.default_rng(0)
@@ -382,21 +364,22 @@ def test_run_arena_end_to_end_with_a_fake_judge():
             "genres": [["Drama"], ["Comedy"], ["Action"]] * 10,
         }
     )
-    ds = SimpleNamespace(name="toy", label="toy stand-in", interactions=inter, items=items, users=None)
+    ds = Dataset("toy", inter, items, None, label="toy stand-in", is_real=False, source="test")
     models = {n: FM(epochs=1, dim=4, seed=s) for s, n in enumerate(["FM", "P", "R", "S"])}
-    train, _ = ax.split_last_n(inter)
+    train, _ = split_last_n(inter)
     models = {n: m.fit(train, items) for n, m in models.items()}
-    client = FakeClient(lambda req: _answer(_all("A wins"), "A wins"))
-    run = ax.run_arena(client, ds, recommenders=["FM", "P", "R", "S"], n_users=3, models=models, log=lambda s: None)
+    client = scripted_judge(lambda req: _answer(_all("A wins"), "A wins"))
+    config = ax.ArenaConfig(recommenders=("FM", "P", "R", "S"), baseline="FM", n_users=3)
+    run = ax.run_arena(client, ds, config, models=models, log=lambda s: None)
     # 3 vs FM + 1 close pair, 3 users, 2 orders; absolute for the 3 non-baseline models
     assert len(run.raw) == 4 * 3 * 2 and len(run.absolute) == 3 * 3
-    t2 = ax.table2(run).set_index(["source", "x"])
+    t2 = report.table2(run).set_index(["source", "x"])
     assert (t2.loc["x_first", "win"] == 100).all() and (t2.loc["y_first", "lose"] == 100).all()
     assert (t2.loc["adjudicated", "tie"] == 100).all() and (t2.loc["adjudicated", "Q"] == 1.0).all()
     assert position_consistency(run.raw).iloc[0]["consistency"] == 0.0
-    assert set(ax.table4(run)["x"]) == {"P", "R", "S"}
-    assert len(ax.aspect_table(run)) == 7 * 3
-    assert ax.unparsed_summary(run).set_index("judge").loc["absolute", "rate"] == 1.0  # fake answers no score
-    assert ax.relative_vs_absolute(run)["absolute"].isna().all()
-    sep = ax.separation(run, ("P", "R"))
+    assert set(report.table4(run)["x"]) == {"P", "R", "S"}
+    assert len(report.aspect_table(run)) == 7 * 3
+    assert report.unparsed_summary(run).set_index("judge").loc["absolute", "rate"] == 1.0  # fake answers no score
+    assert report.relative_vs_absolute(run)["absolute"].isna().all()
+    sep = report.separation(run, ("P", "R"))
     assert sep["measure"].iloc[0].startswith("AUC")

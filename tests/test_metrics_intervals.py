@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from recjudge_utils.stats import bootstrap_ci, weighted_kappa
+from recjudge_utils.metrics.agreement import weighted_kappa
+from recjudge_utils.metrics.intervals import bootstrap_ci
 
 
 def test_bootstrap_ci_brackets_the_mean_and_shrinks_with_n() -> None:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from recjudge_utils.ranking_metrics import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
+from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
 
 
 def test_hit_matrix_basic():
@@ -54,7 +54,7 @@ def test_ndcg_matches_sklearn():
 
 
 def test_hit_matrix_sorted_key_path_equals_dense_path(monkeypatch):
-    import recjudge_utils.ranking_metrics as rm
+    import recjudge_utils.metrics.ranking as rm
 
     rng = np.random.default_rng(1)
     recs = rng.integers(0, 500, size=(30, 10))

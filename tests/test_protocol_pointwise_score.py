@@ -1,19 +1,24 @@
-"""Tests for the serendipity judge: prompt files, rendering, few-shot selection, parsing, LtM chaining."""
+"""The pointwise score protocol (the serendipity judge): rendering, few-shot selection, parsing, LtM chaining.
+
+Judges are the shared scripted judge of conftest.py: a real JudgeClient over a scripted backend."""
 
 from __future__ import annotations
 
 import json
 import re
 import warnings
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import with_label_probs
 
-from recjudge_utils import serendipity as sj
-from recjudge_utils.parsing import ParseError
+from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.protocols import few_shot
+from recjudge_utils.protocols import pointwise_score as sj
+from recjudge_utils.protocols.context.serendipity import format_item, item_texts
+from recjudge_utils.reporting.paper import paper_table
+from recjudge_utils.reporting.prompt_selection import PAPER_G_DISTRIBUTION
 
 # ----------------------------------------------------------------------------------------------- fixtures
 
@@ -43,47 +48,6 @@ def make_pairs(n_users: int = 12, per_user: int = 4, seed: int = 0, with_aux: bo
     return df
 
 
-@dataclass
-class FakeResult:
-    request: Any
-    status: str
-    raw_text: str | None
-    value: Any
-    reason: str | None
-    label_probs: dict | None = None
-    expected_label: float | None = None
-    prompt_tokens: int = 7
-    completion_tokens: int = 3
-    latency_s: float = 0.25
-    cost_usd: float = 0.0
-    cache_hit: bool = False
-
-
-class FakeClient:
-    """Same ``judge_many(requests, parse=..., desc=...)`` signature as JudgeClient; answers from a script."""
-
-    def __init__(self, answer, expected=None, error_for=None):
-        self.answer = answer  # request -> raw text
-        self.expected = expected  # request -> float | None
-        self.error_for = error_for or (lambda req: False)
-        self.calls: list[tuple[str, list]] = []
-
-    def judge_many(self, requests, parse, desc=None):
-        self.calls.append((desc, list(requests)))
-        out = []
-        for req in requests:
-            if self.error_for(req):
-                out.append(FakeResult(req, "error", None, None, "HTTP 500"))
-                continue
-            text = self.answer(req)
-            exp = self.expected(req) if self.expected else None
-            try:
-                out.append(FakeResult(req, "parsed", text, parse(text), None, expected_label=exp))
-            except ParseError as e:
-                out.append(FakeResult(req, "unparsed", text, None, str(e), expected_label=exp))
-        return out
-
-
 def last_user(req) -> str:
     assert req.messages[-1]["role"] == "user"
     return req.messages[-1]["content"]
@@ -100,10 +64,8 @@ def test_every_template_has_versioned_prompt_files():
     keys = set()
     for template in sj.TEMPLATES:
         for st in sj.template_stages(template):
-            for name in (st.system_file, st.input_file):
-                pf = sj.load_prompt(name)
-                assert pf.version and pf.text and "version:" not in pf.text
-            assert re.fullmatch(r"[^.]+-[0-9a-f]{8}\.[^.]+-[0-9a-f]{8}", st.version)
+            assert st.prompt.version and st.prompt.blocks and st.prompt.answer_format == "json_levels"
+            assert re.fullmatch(r"\d+-[0-9a-f]{12}", st.version)  # front-matter version + content hash
             keys.add(st.version)
     assert len(keys) == 6  # base, ls, cot and the three ltm steps all differ
     assert len(sj.template_stages("ltm")) == 3
@@ -111,26 +73,20 @@ def test_every_template_has_versioned_prompt_files():
         sj.template_stages("zero-shot")
 
 
-def test_prompt_key_changes_with_text():
-    a = sj._parse_prompt_file("x.md", "version: 1\n---\nhello $item")
-    b = sj._parse_prompt_file("x.md", "version: 1\n---\nhello $items")
-    assert a.version == b.version == "1" and a.key != b.key
-    assert a.render(item="book") == "hello book"
-    with pytest.raises(ValueError):
-        sj._parse_prompt_file("bad.md", "no header\nhere\n")
-
-
 def test_prompt_contents_follow_the_paper_designs():
-    base = sj.load_prompt("base.md").text
-    ls = sj.load_prompt("ls.md").text
-    cot = sj.load_prompt("cot.md").text
+    def text(stage: sj.Stage) -> str:
+        return "\n".join(b.source for b in stage.prompt.blocks)
+
+    base = text(sj.template_stages("base")[0])
+    ls = text(sj.template_stages("ls")[0])
+    cot = text(sj.template_stages("cot")[0])
     assert "3 = neutral" not in base  # Base: no scale description
     assert "3 = neutral" in ls and "5 = very serendipitous" in ls
     assert all(s in cot for s in ("relevance", "unexpectedness", "5 = very serendipitous", '"score"'))
 
 
 def test_paper_table1_transcription():
-    t = sj.paper_table1()
+    t = paper_table("serendipity_table1")
     assert len(t) == 8 and set(t["template"]) == set(sj.TEMPLATES)
     gpt = t[t["model"] == "GPT-4o-mini"].set_index("template")
     assert gpt.loc["cot", "mae"] == pytest.approx(0.847)
@@ -138,7 +94,7 @@ def test_paper_table1_transcription():
     llama = t[t["model"].str.startswith("Llama")].set_index("template")
     assert llama.loc["ls", "accuracy_pct"] == pytest.approx(13.67)
     assert llama.loc["ltm", "mae"] == pytest.approx(1.356)
-    assert sum(sj.PAPER_G_DISTRIBUTION.values()) == 2150
+    assert sum(PAPER_G_DISTRIBUTION.values()) == 2150
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -206,7 +162,7 @@ def test_parse_ltm_steps():
 def test_few_shot_two_per_level_and_no_leakage():
     pairs, items = make_pairs(), make_items()
     evaluated = [100, 101, 102, 103]
-    ex = sj.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=0)
+    ex = few_shot.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=0)
     assert len(ex) == 10
     assert ex["g"].value_counts().sort_index().to_dict() == {1: 2, 2: 2, 3: 2, 4: 2, 5: 2}
     assert not set(ex["user"]) & set(evaluated)
@@ -214,9 +170,9 @@ def test_few_shot_two_per_level_and_no_leakage():
     # levels are interleaved (shuffled), not sorted 1,1,2,2,...
     assert ex["g"].tolist() != sorted(ex["g"].tolist())
     # deterministic under the seed, different under another seed
-    again = sj.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=0)
+    again = few_shot.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=0)
     pd.testing.assert_frame_equal(ex, again)
-    other = sj.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=1)
+    other = few_shot.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=evaluated, seed=1)
     assert not ex[["user", "item"]].equals(other[["user", "item"]])
     # the rendered text comes with the examples (usable with another items frame later)
     row = ex.iloc[0]
@@ -226,7 +182,7 @@ def test_few_shot_two_per_level_and_no_leakage():
 
 def test_few_shot_uses_data_relevance_and_unexpectedness_when_present():
     pairs = make_pairs(with_aux=True)
-    ex = sj.select_few_shot_examples(pairs, make_items(), n_per_level=1, seed=0)
+    ex = few_shot.select_few_shot_examples(pairs, make_items(), n_per_level=1, seed=0)
     assert (ex["aux_source"] == "data").all()
     merged = ex.merge(pairs, on=["user", "item", "g"], suffixes=("", "_src"))
     assert (merged["relevance"] == merged["relevance_src"]).all()
@@ -238,27 +194,27 @@ def test_few_shot_warns_when_a_level_is_short():
     pairs = pairs[pairs["g"] != 5]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ex = sj.select_few_shot_examples(pairs, make_items(), n_per_level=2, seed=0)
+        ex = few_shot.select_few_shot_examples(pairs, make_items(), n_per_level=2, seed=0)
     assert any("g=5" in str(w.message) for w in caught)
     assert len(ex) == 8
 
 
 def test_sample_eval_pairs_excludes_example_users():
     pairs = make_pairs()
-    ev = sj.sample_eval_pairs(pairs, 10, exclude_users=[100, 101], seed=0)
+    ev = few_shot.sample_eval_pairs(pairs, 10, exclude_users=[100, 101], seed=0)
     assert len(ev) == 10 and not set(ev["user"]) & {100, 101}
     assert ev.index.is_monotonic_increasing
-    assert len(sj.sample_eval_pairs(pairs, None, exclude_users=[100])) == len(pairs) - 4
+    assert len(few_shot.sample_eval_pairs(pairs, None, exclude_users=[100])) == len(pairs) - 4
 
 
 # ----------------------------------------------------------------------------------------------- rendering
 
 
 @pytest.mark.parametrize("template", sj.TEMPLATES)
-def test_rendering_few_shot_count_order_and_prefix(template):
+def test_rendering_few_shot_count_order_and_prefix(template, scripted_judge):
     pairs, items = make_pairs(), make_items()
-    ex = sj.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=[100], seed=0)
-    judge = sj.SerendipityJudge(FakeClient(lambda r: "{}"), template=template, examples=ex, n_history=10)
+    ex = few_shot.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=[100], seed=0)
+    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template=template, examples=ex, n_history=10)
     for stage in range(len(sj.template_stages(template))):
         prev = {"relevance": 4, "unexpectedness": 2}
         # item 18/19: never an example candidate (20..39) nor in an example history (0..16)
@@ -281,10 +237,10 @@ def test_rendering_few_shot_count_order_and_prefix(template):
         assert all(f"Candidate movie: {c}" in s for c, s in zip(ex["candidate_text"], shown, strict=True))
 
 
-def test_ltm_later_steps_show_earlier_scores():
+def test_ltm_later_steps_show_earlier_scores(scripted_judge):
     items = make_items()
-    ex = sj.select_few_shot_examples(make_pairs(with_aux=True), items, n_per_level=1, seed=0)
-    judge = sj.SerendipityJudge(FakeClient(lambda r: "{}"), template="ltm", examples=ex)
+    ex = few_shot.select_few_shot_examples(make_pairs(with_aux=True), items, n_per_level=1, seed=0)
+    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="ltm", examples=ex)
     m = judge.messages([1, 2], 30, items, stage=2, previous={"relevance": 4, "unexpectedness": 2})
     assert "Step 1 relevance score: 4" in m[-1]["content"]
     assert "Step 2 unexpectedness score: 2" in m[-1]["content"]
@@ -294,25 +250,25 @@ def test_ltm_later_steps_show_earlier_scores():
     assert "Step 1" not in m0[-1]["content"]
 
 
-def test_item_noun_and_zero_shot():
+def test_item_noun_and_zero_shot(scripted_judge):
     items = make_items()
-    judge = sj.SerendipityJudge(FakeClient(lambda r: "{}"), template="ls", examples=None, item_noun="book")
+    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="ls", examples=None, item_noun="book")
     m = judge.messages([1], 2, items)
     assert len(m) == 2 and "book recommendation" in m[0]["content"] and "Candidate book:" in m[1]["content"]
     assert "movie" not in json.dumps(m)
 
 
 def test_format_item_handles_missing_genres():
-    assert sj.format_item("A", ["X", "Y"]) == "A (categories: X, Y)"
-    assert sj.format_item("A", []) == "A (categories: unknown)"
-    assert sj.format_item("A", float("nan")) == "A (categories: unknown)"
-    assert sj.format_item("A", "Drama|Comedy") == "A (categories: Drama|Comedy)"
+    assert format_item("A", ["X", "Y"]) == "A (categories: X, Y)"
+    assert format_item("A", []) == "A (categories: unknown)"
+    assert format_item("A", float("nan")) == "A (categories: unknown)"
+    assert format_item("A", "Drama|Comedy") == "A (categories: Drama|Comedy)"
 
 
 # ----------------------------------------------------------------------------------------------- scoring
 
 
-def test_score_counts_unparsed_and_errors_never_imputes():
+def test_score_counts_unparsed_and_errors_never_imputes(scripted_judge):
     pairs, items = make_pairs(n_users=3), make_items()
     answers = {}
 
@@ -321,8 +277,13 @@ def test_score_counts_unparsed_and_errors_never_imputes():
         answers[cid] = answers.get(cid, 0) + 1
         return '{"score": 4}' if cid % 3 == 0 else ("no idea" if cid % 3 == 1 else '{"score": 2}')
 
-    client = FakeClient(answer, expected=lambda r: 3.25, error_for=lambda r: candidate_id(r) == 35)
-    ex = sj.select_few_shot_examples(make_pairs(seed=1), items, exclude_users=pairs["user"], seed=0)
+    def scripted(req):
+        if candidate_id(req) == 35:
+            return RuntimeError("HTTP 500")
+        return with_label_probs(answer(req), {"3": 0.75, "4": 0.25})  # expected score 3.25
+
+    client = scripted_judge(scripted)
+    ex = few_shot.select_few_shot_examples(make_pairs(seed=1), items, exclude_users=pairs["user"], seed=0)
     out = sj.SerendipityJudge(client, template="base", examples=ex).score(pairs, items)
     assert list(out[["user", "item"]].itertuples(index=False, name=None)) == list(
         pairs[["user", "item"]].itertuples(index=False, name=None)
@@ -336,7 +297,8 @@ def test_score_counts_unparsed_and_errors_never_imputes():
     assert out.loc[out["status"] == "error", "reason"].eq("HTTP 500").all()
     assert out["relevance"].isna().all()
     assert (out.loc[out["status"] != "error", "expected_score"] == 3.25).all()
-    assert (out["n_calls"] == 1).all() and (out["prompt_tokens"] == 7).all()
+    assert (out["n_calls"] == 1).all() and (out.loc[out["status"] != "error", "prompt_tokens"] == 7).all()
+    assert (out.loc[out["status"] == "error", "prompt_tokens"] == 0).all()  # a failed call used no tokens
     (desc, reqs), *_ = client.calls
     assert desc == "serendipity/base"
     assert len(client.calls) == 1 and len(reqs) == len(pairs)
@@ -347,9 +309,9 @@ def test_score_counts_unparsed_and_errors_never_imputes():
     assert r.metadata["user"] == int(pairs["user"].iloc[0]) and r.metadata["template"] == "base"
 
 
-def test_score_cot_fills_relevance_and_unexpectedness():
+def test_score_cot_fills_relevance_and_unexpectedness(scripted_judge):
     pairs, items = make_pairs(n_users=2), make_items()
-    client = FakeClient(lambda r: '{"relevance": 5, "unexpectedness": 1, "score": 2}')
+    client = scripted_judge(lambda r: '{"relevance": 5, "unexpectedness": 1, "score": 2}')
     out = sj.SerendipityJudge(client, template="cot").score(pairs, items)
     assert (out["status"] == "parsed").all()
     assert (out[["relevance", "unexpectedness", "score"]].to_numpy() == [5, 1, 2]).all()
@@ -357,7 +319,7 @@ def test_score_cot_fills_relevance_and_unexpectedness():
     assert client.calls[0][1][0].json_schema["required"] == ["relevance", "unexpectedness", "score"]
 
 
-def test_ltm_chains_three_calls_stage_by_stage():
+def test_ltm_chains_three_calls_stage_by_stage(scripted_judge):
     pairs, items = make_pairs(n_users=3), make_items()
     bad_relevance = int(pairs["item"].iloc[0])
 
@@ -375,7 +337,7 @@ def test_ltm_chains_three_calls_stage_by_stage():
         une = int(re.search(r"Step 2 unexpectedness score: (\d)", last_user(req)).group(1))
         return json.dumps({"score": min(5, max(1, rel + une - 3))})
 
-    client = FakeClient(answer, expected=lambda r: 2.5)
+    client = scripted_judge(lambda r: with_label_probs(answer(r), {"2": 0.5, "3": 0.5}))  # expected 2.5
     out = sj.SerendipityJudge(client, template="ltm").score(pairs, items)
     assert [d for d, _ in client.calls] == [
         "serendipity/ltm/relevance",
@@ -397,16 +359,16 @@ def test_ltm_chains_three_calls_stage_by_stage():
     assert (good["score"] == 3).all() and (good["expected_score"] == 2.5).all()
 
 
-def test_examples_without_required_columns_are_rejected():
+def test_examples_without_required_columns_are_rejected(scripted_judge):
     with pytest.raises(ValueError):
-        sj.SerendipityJudge(FakeClient(lambda r: "{}"), template="cot", examples=pd.DataFrame({"g": [1]}))
+        sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="cot", examples=pd.DataFrame({"g": [1]}))
     with pytest.raises(ValueError):
-        sj.SerendipityJudge(FakeClient(lambda r: "{}"), template="cot", n_history=0)
+        sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="cot", n_history=0)
 
 
-def test_missing_item_is_a_clear_error():
+def test_missing_item_is_a_clear_error(scripted_judge):
     with pytest.raises(KeyError, match="999"):
-        sj.SerendipityJudge(FakeClient(lambda r: "{}")).messages([999], 1, make_items())
+        sj.SerendipityJudge(scripted_judge(lambda r: "{}")).messages([999], 1, make_items())
 
 
 # ----------------------------------------------------------------------------------------------- hand-over
@@ -434,7 +396,7 @@ def test_year_column_is_shown_once():
             "year": [1995, 1995, np.nan],
         }
     )
-    texts = sj._item_texts(items)
+    texts = item_texts(items)
     assert texts == {
         1: "Toy Story (1995) (categories: Animation)",
         2: "Heat (1995) (categories: Crime)",
@@ -444,13 +406,9 @@ def test_year_column_is_shown_once():
 
 def test_ltm_through_the_real_client_and_fake_server(tmp_path, monkeypatch):
     """End to end over HTTP: JudgeClient + fake chat-completions server; logprob expected score; cache reuse."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from fake_openai_server import FakeOpenAIServer, Reply
 
-    from recjudge_utils.client import JudgeClient
+    from recjudge_utils.judge.client import JudgeClient
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 

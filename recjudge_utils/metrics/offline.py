@@ -4,7 +4,7 @@
   other item the user has not interacted with in training is a negative, training items are
   excluded. AUC is the probability that a random positive outranks a random negative, ties counting
   one half (the Mann-Whitney statistic, identical to ``sklearn.metrics.roc_auc_score``).
-* **nDCG@k**: binary gain, from :mod:`recjudge_utils.ranking_metrics` (shared with the other notebooks).
+* **nDCG@k**: binary gain, from :mod:`recjudge_utils.metrics.ranking` (shared with the other notebooks).
 * **URD** (Qin & Zhu 2013, intra-list similarity of Ziegler et al. 2005):
   ``URD(rl) = 1 - 2 / (n (n - 1)) * sum over unordered pairs {a, b} of Sim(a, b)``, i.e. one minus the
   mean pair-wise similarity of the list. The paper prints the double sum over ordered pairs with
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from recjudge_utils.ranking_metrics import hit_matrix, ndcg_at_k
+from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k
 
 
 def auc_per_user(scores: np.ndarray, positives: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
@@ -148,7 +148,7 @@ def offline_table(per_user: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Pearson r and its two-sided p-value (scipy). With n = 4 points, p = 1 - |r| exactly."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y)

@@ -3,7 +3,7 @@
 A *labeler* is anything that assigns one label per case: a prompt version, a judge model, one
 presentation order of a pairwise comparison, a human annotator. Two labelers are compared with
 raw agreement and Cohen's quadratic weighted kappa over a fixed ordinal label order
-(``recjudge_utils.stats.weighted_kappa``). Missing labels (``None``/NaN, e.g. an unparsed judge
+(``weighted_kappa`` below). Missing labels (``None``/NaN, e.g. an unparsed judge
 answer) are never imputed: the case is left out of that comparison and ``n`` says how many remain.
 
 Adjudication rules from the SAER paper (Section 3.4):
@@ -33,22 +33,31 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import cohen_kappa_score
 
-from recjudge_utils.stats import bootstrap_ci, weighted_kappa
+from recjudge_utils.metrics.intervals import bootstrap_ci
+from recjudge_utils.metrics.pairwise import TIE, conservative, is_missing
 
 #: Pointwise categories from harshest to most lenient (the ordinal order used by kappa).
 POINTWISE_LABELS: tuple[str, ...] = ("Poor Match", "Partial Match", "Good Match")
-TIE = "Tie"
 
 
-def is_missing(value: Any) -> bool:
-    """True for None and NaN (an unparsed or absent label)."""
-    if value is None:
-        return True
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
+def weighted_kappa(
+    a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, labels: Sequence[Any], weights: str = "quadratic"
+) -> float:
+    """Cohen's kappa between two labelers over a fixed, ordered label set (quadratic weights by default).
+
+    Returns NaN when kappa is undefined (for example both labelers always give the same single label).
+    """
+    a, b = list(a), list(b)
+    if len(a) != len(b):
+        raise ValueError(f"weighted_kappa: {len(a)} labels vs {len(b)} labels")
+    unknown = (set(a) | set(b)) - set(labels)
+    if unknown:
+        raise ValueError(f"weighted_kappa: labels {sorted(map(str, unknown))} not in {list(labels)}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = cohen_kappa_score(a, b, labels=list(labels), weights=weights if weights != "none" else None)
+    return float(kappa)
 
 
 @dataclass(frozen=True)
@@ -160,37 +169,9 @@ def strict_adjudicate(*labelers: Sequence[Any], order: Sequence[str] = POINTWISE
     return out
 
 
-def conservative_pairwise(*labelers: Sequence[Any], tie: str = TIE) -> list[Any]:
-    """Per case, the shared verdict when every labeler agrees, otherwise ``tie``.
-
-    Used both to merge human annotators and to adjudicate the two presentation orders of one
-    comparison (a position-dependent verdict becomes a tie). Missing labels stay missing.
-    """
-    if not labelers:
-        raise ValueError("conservative_pairwise needs at least one labeler")
-    n = len(labelers[0])
-    if any(len(lab) != n for lab in labelers):
-        raise ValueError("all labelers must label the same cases")
-    out: list[Any] = []
-    for case in zip(*labelers, strict=True):
-        if any(is_missing(v) for v in case):
-            out.append(None)
-        elif all(v == case[0] for v in case):
-            out.append(case[0])
-        else:
-            out.append(tie)
-    return out
-
-
 def pairwise_order(first: str, second: str, tie: str = TIE) -> tuple[str, str, str]:
     """Ordinal order for kappa on pairwise verdicts: ``second`` wins < tie < ``first`` wins."""
     return (second, tie, first)
-
-
-def swap_consistency(order_a: Sequence[Any], order_b: Sequence[Any]) -> tuple[int, int]:
-    """(consistent, n): pairs whose two presentation orders gave the same mapped-back verdict."""
-    x, y = _paired(order_a, order_b)
-    return sum(p == q for p, q in zip(x, y, strict=True)), len(x)
 
 
 # -- human labels -------------------------------------------------------------------------------
@@ -290,7 +271,7 @@ def compare_with_humans(
         consensus = strict_adjudicate(*cols, order=labels)
         rule = "strict adjudication"
     else:
-        consensus = conservative_pairwise(*cols)
+        consensus = conservative(*cols)
         rule = "conservative merge"
     add(judge_name, f"human consensus ({rule})", merged["__judge__"].tolist(), consensus)
     return pd.DataFrame(rows)

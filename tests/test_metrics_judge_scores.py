@@ -1,4 +1,4 @@
-"""Tests for recjudge_utils.judge_metrics against hand-computed values and scikit-learn."""
+"""Tests for recjudge_utils.metrics.judge_scores against hand-computed values and scikit-learn."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix, mean_absolute_error
 
-from recjudge_utils import judge_metrics as jm
+from recjudge_utils.metrics import judge_scores as jm
+from recjudge_utils.reporting.prompt_selection import table1_side_by_side
 
 NAN = float("nan")
 
@@ -146,7 +147,7 @@ def test_table1_side_by_side_and_score_distribution():
     paper = pd.DataFrame(
         {"template": ["cot", "base"], "model": ["GPT", "GPT"], "mae": [0.847, 1.473], "accuracy_pct": [46.98, 20.79]}
     )
-    t = jm.table1_side_by_side(summary, paper, "ours")
+    t = table1_side_by_side(summary, paper, "ours")
     assert list(t.index) == ["cot", "zero"]
     assert t.loc["cot", "MAE GPT (paper)"] == pytest.approx(0.847)
     assert np.isnan(t.loc["zero", "MAE GPT (paper)"])

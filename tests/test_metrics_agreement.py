@@ -1,4 +1,4 @@
-"""Agreement metrics and the SAER adjudication rules (recjudge_utils.agreement)."""
+"""Agreement metrics and the SAER adjudication rules (recjudge_utils.metrics.agreement)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from recjudge_utils.agreement import (
+from recjudge_utils.metrics.agreement import (
     POINTWISE_LABELS,
-    TIE,
     _quadratic_kappa_codes,
     agreement,
     compare_with_humans,
-    conservative_pairwise,
     kappa,
     load_human_labels,
     pairwise_order,
     raw_agreement,
     strict_adjudicate,
-    swap_consistency,
 )
+from recjudge_utils.metrics.pairwise import TIE
+from recjudge_utils.metrics.pairwise import conservative as conservative_pairwise
+from recjudge_utils.metrics.pairwise import position_consistency as swap_consistency
 
 P, M, G = "Poor Match", "Partial Match", "Good Match"
 

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge_utils.splits import (
+from recjudge_utils.splitting.temporal import (
     ground_truth,
     last_items,
     positive_interactions,

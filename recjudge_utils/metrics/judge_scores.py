@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from statsmodels.stats.inter_rater import cohens_kappa
 
-from recjudge_utils.stats import bootstrap_ci, weighted_kappa
+from recjudge_utils.metrics.agreement import weighted_kappa
+from recjudge_utils.metrics.intervals import bootstrap_ci, wilson
 
 __all__ = [
     "LEVELS",
@@ -21,7 +23,6 @@ __all__ = [
     "score_distribution",
     "summarize_predictions",
     "summarize_templates",
-    "table1_side_by_side",
     "three_class",
     "three_class_accuracy",
     "unparsed_rate",
@@ -31,7 +32,7 @@ LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
 CLASS_NAMES: dict[int, str] = {-1: "negative (<3)", 0: "neutral (=3)", 1: "positive (>3)"}
 
 
-def _pair(pred: Sequence[float], truth: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _pair(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(pred, dtype=float)
     t = np.asarray(truth, dtype=float)
     if p.shape != t.shape or p.ndim != 1:
@@ -41,38 +42,41 @@ def _pair(pred: Sequence[float], truth: Sequence[float]) -> tuple[np.ndarray, np
     return p, t
 
 
-def _parsed(pred: Sequence[float], truth: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _parsed(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p, t = _pair(pred, truth)
     keep = ~np.isnan(p)
     return p[keep], t[keep]
 
 
-def three_class(x: Sequence[float]) -> np.ndarray:
+def three_class(x: Sequence[float] | np.ndarray) -> np.ndarray:
     """-1 (negative, < 3), 0 (neutral, == 3), +1 (positive, > 3); NaN stays NaN."""
     a = np.asarray(x, dtype=float)
     return np.where(np.isnan(a), np.nan, np.sign(a - 3.0))
 
 
-def mae(pred: Sequence[float], truth: Sequence[float]) -> float:
+def mae(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> float:
     """Mean absolute error over the parsed pairs (NaN predictions excluded); NaN when none is parsed."""
     p, t = _parsed(pred, truth)
     return float(np.mean(np.abs(p - t))) if len(p) else float("nan")
 
 
-def three_class_accuracy(pred: Sequence[float], truth: Sequence[float]) -> float:
+def three_class_accuracy(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> float:
     """Share of parsed pairs whose three-class label (neg < 3, neutral = 3, pos > 3) matches the truth's."""
     p, t = _parsed(pred, truth)
     return float(np.mean(three_class(p) == three_class(t))) if len(p) else float("nan")
 
 
-def unparsed_rate(pred: Sequence[float]) -> float:
+def unparsed_rate(pred: Sequence[float] | np.ndarray) -> float:
     """Share of NaN (unparsed or failed) predictions."""
     p = np.asarray(pred, dtype=float)
     return float(np.isnan(p).mean()) if len(p) else float("nan")
 
 
 def confusion_frame(
-    pred: Sequence[float], truth: Sequence[float], labels: Sequence[int] = LEVELS, include_unparsed: bool = True
+    pred: Sequence[float] | np.ndarray,
+    truth: Sequence[float] | np.ndarray,
+    labels: Sequence[int] = LEVELS,
+    include_unparsed: bool = True,
 ) -> pd.DataFrame:
     """Counts with rows = ground truth g and columns = predicted score; an ``unparsed`` column counts NaNs.
 
@@ -105,18 +109,20 @@ def _acc3(p: np.ndarray, t: np.ndarray) -> float:
 
 
 def summarize_predictions(
-    pred: Sequence[float],
-    truth: Sequence[float],
-    expected: Sequence[float] | None = None,
+    pred: Sequence[float] | np.ndarray,
+    truth: Sequence[float] | np.ndarray,
+    expected: Sequence[float] | np.ndarray | None = None,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict[str, float]:
     """One row of Table 1 for one set of predictions.
 
     Keys: n, n_parsed, n_unparsed, unparsed_rate, mae (+ mae_lo, mae_hi: 95 % percentile bootstrap over the
-    parsed pairs), acc3 (+ acc3_lo, acc3_hi, as fractions), kappa_qw (quadratic weighted kappa on parsed pairs,
-    labels 1..5), mean_pred, and with ``expected`` (logprob-weighted scores, NaN where unavailable):
-    n_expected, mae_expected and mae_argmax_same (argmax MAE on the same pairs, for a fair comparison).
+    parsed pairs), acc3 (+ acc3_lo, acc3_hi, as fractions; + acc3_wilson_lo, acc3_wilson_hi, the Wilson interval,
+    the better one at small n), kappa_qw (quadratic weighted kappa on parsed pairs, labels 1..5, with kappa_se,
+    kappa_lo, kappa_hi from statsmodels' ``cohens_kappa``), mean_pred, and with ``expected`` (logprob-weighted
+    scores, NaN where unavailable): n_expected, mae_expected and mae_argmax_same (argmax MAE on the same pairs,
+    for a fair comparison).
     """
     p, t = _pair(pred, truth)
     ok = ~np.isnan(p)
@@ -128,17 +134,33 @@ def summarize_predictions(
         "unparsed_rate": (n - n_ok) / n if n else float("nan"),
     }
     nan3 = (float("nan"),) * 3
+    nan = float("nan")
     if n_ok:
         pp, tt = p[ok], t[ok]
         m = bootstrap_ci((pp, tt), _mean_abs_err, n_boot=n_boot, seed=seed)
         a = bootstrap_ci((pp, tt), _acc3, n_boot=n_boot, seed=seed)
+        w = wilson(float(np.sum(np.sign(pp - 3.0) == np.sign(tt - 3.0))), n_ok)
         k = weighted_kappa(tt.astype(int), pp.astype(int), labels=LEVELS, weights="quadratic")
+        k_se, k_lo, k_hi = kappa_with_se(tt.astype(int), pp.astype(int))
         mean_pred = float(pp.mean())
     else:
         m = a = nan3
-        k = mean_pred = float("nan")
+        w = (nan, nan)
+        k = k_se = k_lo = k_hi = mean_pred = nan
     row.update(
-        mae=m[0], mae_lo=m[1], mae_hi=m[2], acc3=a[0], acc3_lo=a[1], acc3_hi=a[2], kappa_qw=k, mean_pred=mean_pred
+        mae=m[0],
+        mae_lo=m[1],
+        mae_hi=m[2],
+        acc3=a[0],
+        acc3_lo=a[1],
+        acc3_hi=a[2],
+        acc3_wilson_lo=w[0],
+        acc3_wilson_hi=w[1],
+        kappa_qw=k,
+        kappa_se=k_se,
+        kappa_lo=k_lo,
+        kappa_hi=k_hi,
+        mean_pred=mean_pred,
     )
     if expected is not None:
         e, _ = _pair(expected, truth)
@@ -166,7 +188,7 @@ def summarize_templates(
         if len(frame) != len(t):
             raise ValueError(f"template {name!r}: {len(frame)} scores for {len(t)} truths")
         expected = frame["expected_score"].to_numpy(dtype=float) if "expected_score" in frame else None
-        row = {"template": name}
+        row: dict[str, object] = {"template": name}
         row.update(summarize_predictions(frame["score"].to_numpy(dtype=float), t, expected, n_boot, seed))
         for col, key in (
             ("n_calls", "calls"),
@@ -181,7 +203,24 @@ def summarize_templates(
     return pd.DataFrame(rows).set_index("template")
 
 
-def constant_predictions(truth: Sequence[float], value: int | str = "majority") -> np.ndarray:
+def kappa_with_se(truth: np.ndarray, pred: np.ndarray, labels: Sequence[int] = LEVELS) -> tuple[float, float, float]:
+    """(standard error, low, high) of the quadratic weighted kappa, from statsmodels' ``cohens_kappa``
+    (NaN when kappa is undefined, e.g. a judge that gives one label to every pair)."""
+    codes = {v: i for i, v in enumerate(labels)}
+    table = np.zeros((len(labels), len(labels)))
+    for t_, p_ in zip(truth, pred, strict=True):
+        table[codes[int(t_)], codes[int(p_)]] += 1
+    nan = float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        try:
+            res = cohens_kappa(table, wt="quadratic")
+        except (ValueError, ZeroDivisionError):
+            return nan, nan, nan
+    values = (float(res.std_kappa), float(res.kappa_low), float(res.kappa_upp))
+    return values if all(np.isfinite(values)) else (nan, nan, nan)
+
+
+def constant_predictions(truth: Sequence[float] | np.ndarray, value: int | str = "majority") -> np.ndarray:
     """A constant-score baseline: ``value`` in 1..5, or ``"majority"`` (the most frequent truth level,
     ties to the lower level). Compare a judge against this before believing it learned anything."""
     t = np.asarray(truth, dtype=float)
@@ -193,37 +232,7 @@ def constant_predictions(truth: Sequence[float], value: int | str = "majority") 
     return np.full(len(t), float(value))
 
 
-def _fmt_ci(point: float, lo: float, hi: float, digits: int = 3, scale: float = 1.0) -> str:
-    if np.isnan(point):
-        return "n/a"
-    return f"{point * scale:.{digits}f} [{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]"
-
-
-def table1_side_by_side(summary: pd.DataFrame, paper: pd.DataFrame, ours: str) -> pd.DataFrame:
-    """The paper's Table 1 beside ours, one row per template in ``summary``'s order.
-
-    ``summary``: output of :func:`summarize_templates`; ``paper``: rows template, model, mae, accuracy_pct
-    (``serendipity.paper_table1()``); ``ours``: a column label naming our judge model (and the data).
-    MAE columns, then three-class accuracy columns in percent; ours as ``point [95 % CI low, high]``, plus
-    parsed/total, kappa and calls. Paper cells are blank for templates the paper does not have.
-    """
-    wide_mae = paper.pivot(index="template", columns="model", values="mae")
-    wide_acc = paper.pivot(index="template", columns="model", values="accuracy_pct")
-    out = pd.DataFrame(index=pd.Index(summary.index, name="template"))
-    for model in wide_mae.columns:
-        out[f"MAE {model} (paper)"] = wide_mae[model].reindex(out.index)
-    out[f"MAE {ours}"] = [_fmt_ci(r.mae, r.mae_lo, r.mae_hi) for r in summary.itertuples()]
-    for model in wide_acc.columns:
-        out[f"Acc % {model} (paper)"] = wide_acc[model].reindex(out.index)
-    out[f"Acc % {ours}"] = [_fmt_ci(r.acc3, r.acc3_lo, r.acc3_hi, 1, 100.0) for r in summary.itertuples()]
-    out["parsed / n"] = [f"{int(r.n_parsed)} / {int(r.n)}" for r in summary.itertuples()]
-    out["kappa (quadratic)"] = summary["kappa_qw"].round(3).to_numpy()
-    if "calls" in summary:
-        out["calls"] = summary["calls"].to_numpy()
-    return out
-
-
-def score_distribution(scores: Mapping[str, pd.DataFrame], truth: Sequence[float]) -> pd.DataFrame:
+def score_distribution(scores: Mapping[str, pd.DataFrame], truth: Sequence[float] | np.ndarray) -> pd.DataFrame:
     """Long frame for plotting: source ("g (truth)" or template), score ("1".."5" or "unparsed"), count, share."""
     cats = [*(str(v) for v in LEVELS), "unparsed"]
     rows = []

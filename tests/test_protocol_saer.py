@@ -1,4 +1,6 @@
-"""SAER: context building, prompt files, strict parsers, swap adjudication, adversarial pairs, the run."""
+"""SAER: context building, prompt files, strict parsers, swap adjudication, adversarial pairs, the run.
+
+Judges are the shared scripted judge of conftest.py: a real JudgeClient over a scripted backend."""
 
 from __future__ import annotations
 
@@ -6,50 +8,50 @@ import gzip
 import itertools
 import json
 import re
-import time
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge_utils.client import JudgeResult, ParseError
-from recjudge_utils.saer import (
-    CATEGORIES,
-    DOMAINS,
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments.saer import ALGORITHMS, SaerConfig, run_saer, sample_customers
+from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.metrics.pairwise import conservative
+from recjudge_utils.prompts import PromptFileError, parse_prompt
+from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
+from recjudge_utils.protocols.answers.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
+from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, build_context, domain_for, render_list
+from recjudge_utils.protocols.saer import (
     VERSIONS,
-    Catalogue,
-    adjudicate_swap,
-    adversarial_outcome,
-    adversarial_pairs,
-    build_context,
-    domain_for,
+    few_shot_answers,
+    history_only,
     load_template,
     map_verdict,
     pairwise_request,
-    parse_pairwise,
-    parse_pointwise,
-    parse_template_text,
     pointwise_request,
-    render_list,
 )
-from recjudge_utils.saer_experiment import (
-    ALGORITHMS,
-    SaerConfig,
+from recjudge_utils.reporting.paper import paper_table as _paper_table
+from recjudge_utils.reporting.saer import (
     adjudicated_pairs,
     agreement_table,
     copied_from_examples,
     flagged_summary,
     observations,
-    paper_table,
-    run_saer,
-    sample_customers,
     table1,
     table2,
     table3,
     time_cost,
     unparsed_summary,
 )
+
+
+def paper_table(name: str) -> pd.DataFrame:
+    return _paper_table(f"saer_{name}")
+
+
+def adjudicate_swap(first, second):
+    return conservative([first], [second])[0]
+
 
 DAY = 86400
 
@@ -156,15 +158,15 @@ def test_context_movies_truncates_history_and_orders_newest_first():
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_prompt_file_loads_and_its_examples_parse(domain, mode, version):
     tpl = load_template(domain, mode, version)
-    assert tpl.template_id == f"saer/{domain}/{mode}_{version}"
-    assert tpl.version and tpl.fixed[0]["role"] == "system"
-    assert tpl.history_only == (version == "v1")
+    assert tpl.id == f"saer/{domain}/{mode}_{version}"
+    assert tpl.version and tpl.blocks[0].role == "system"
+    assert history_only(tpl) == (version == "v1")
+    answers = few_shot_answers(tpl)
     if version == "v3":
-        assert tpl.n_examples == (5 if mode == "pointwise" else 3)
+        assert len(answers) == (5 if mode == "pointwise" else 3)
     else:
-        assert tpl.n_examples == 0
+        assert len(answers) == 0
     parse = parse_pointwise if mode == "pointwise" else parse_pairwise
-    answers = [m["content"] for m in tpl.fixed if m["role"] == "assistant"]
     for answer in answers:  # the few-shot answers must be in the format the strict parser accepts
         parse(answer)
     if mode == "pointwise" and version == "v3":
@@ -181,12 +183,14 @@ def test_prompt_rendering_puts_customer_content_last():
     ctx = build_context(inter, cat, 7, "movies")
     tpl = load_template("movies", "pointwise", "v3")
     req = pointwise_request(tpl, ctx, list(range(10, 20)), cat, {"user": 7})
-    assert req.messages[:-1] == tpl.fixed  # identical prefix for every customer
+    other = pointwise_request(tpl, ctx, list(range(20, 30)), cat, {"user": 7})
+    assert req.messages[:-1] == other.messages[:-1]  # identical prefix for every customer and list
+    assert [m["content"] for m in req.messages[:-1]] == [b.source for b in tpl.blocks[:-1]]  # the file's fixed turns
     last = req.messages[-1]
     assert last["role"] == "user"
     assert "RECOMMENDATIONS (10 items)" in last["content"]
     assert "10. Movie 19" in last["content"] and "Movie 2 (1982)" in last["content"]
-    assert not re.search(r"<<[A-Z_]+>>", last["content"])
+    assert not re.search(r"\{\{|<<[A-Z_]+>>", last["content"])
     assert req.template_id == "saer/movies/pointwise_v3" and req.metadata == {"user": 7}
 
     p1 = load_template("movies", "pairwise", "v1")
@@ -197,16 +201,16 @@ def test_prompt_rendering_puts_customer_content_last():
 
 
 def test_template_file_errors():
-    with pytest.raises(ValueError, match="header lacks"):
-        parse_template_text("version: 1\n---\n=== final ===\nx", "t")
-    head = "version: 1\nmode: pointwise\nprompt_version: v1\nhistory_only: false\n---\n"
-    with pytest.raises(ValueError, match="last block must be"):
-        parse_template_text(head + "=== system ===\nhi\n", "t")
-    tpl = parse_template_text(head + "=== system ===\nhi\n=== final ===\n<<CONTEXT>> <<LIST>>", "t")
-    with pytest.raises(KeyError, match="unfilled"):
-        tpl.messages(context="c")
-    with pytest.raises(KeyError, match="no slot"):
-        tpl.messages(context="c", list="l", other="x")
+    with pytest.raises(PromptFileError, match="lacks"):
+        parse_prompt("---\nversion: 1\n---\n=== user ===\nx", "t")
+    head = "---\nid: t\nversion: 1\ndescription: d\nanswer_format: saer_list_label\nmode: pointwise\n---\n"
+    with pytest.raises(PromptFileError, match="last block must be"):
+        parse_prompt(head + "=== system ===\nhi\n", "t")
+    tpl = parse_prompt(head + "=== system ===\nhi\n=== user ===\n{{ context }} {{ list }}", "t")
+    with pytest.raises(KeyError, match="slot missing"):
+        tpl.render(context="c")
+    with pytest.raises(KeyError, match="unknown slots"):
+        tpl.render(context="c", list="l", other="x")
     with pytest.raises(ValueError):
         load_template("movies", "pointwise", "v9")
 
@@ -330,44 +334,7 @@ def test_adversarial_pairs_never_same_customer_balanced_and_seeded():
     assert adversarial_outcome(None, 1) is None
 
 
-# -- the run with a fake client ------------------------------------------------------------------
-class FakeClient:
-    """Same ``judge_many`` contract as JudgeClient; answers come from ``answer(request) -> str``."""
-
-    model_name = "fake judge"
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls = []
-
-    def judge_many(self, requests, parse=None, desc=None, **_):
-        out = []
-        for req in requests:
-            self.calls.append(req)
-            text = self.answer(req)
-            try:
-                value, status, reason = parse(text), "parsed", None
-            except ParseError as exc:
-                value, status, reason = None, "unparsed", str(exc)
-            out.append(
-                JudgeResult(
-                    request=req,
-                    status=status,
-                    raw_text=text,
-                    value=value,
-                    reason=reason,
-                    label_probs=None,
-                    expected_label=None,
-                    prompt_tokens=100,
-                    completion_tokens=20,
-                    latency_s=0.01,
-                    cost_usd=0.0,
-                    cache_hit=False,
-                )
-            )
-        return out
-
-
+# -- the run with the scripted judge ---------------------------------------------------------
 def _toy_dataset(n_users=24, n_items=40, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
@@ -376,9 +343,7 @@ def _toy_dataset(n_users=24, n_items=40, seed=0):
         for j, it in enumerate(rng.choice(np.arange(1, n_items + 1), size=n, replace=False)):
             rows.append((u, int(it), float(rng.integers(1, 6)), 1_000_000 + j * DAY + u))
     inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
-    return SimpleNamespace(
-        name="toy", interactions=inter, items=_toy_items(n_items), label="toy (stand-in)", is_real=False
-    )
+    return Dataset("toy", inter, _toy_items(n_items), None, label="toy (stand-in)", is_real=False, source="test")
 
 
 def _bag_of_words(texts):
@@ -397,23 +362,22 @@ def _always_set_1(req):
     return "REASONING: first looks better.\nVERDICT: Set 1"
 
 
-@pytest.fixture(autouse=True)
-def _runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(tmp_path / "runs"))
+def _requests(client):
+    return [r for _, reqs in client.calls for r in reqs]
 
 
-def test_run_with_position_biased_judge_shows_what_the_swap_reveals():
+def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_judge):
     ds = _toy_dataset()
-    cfg = SaerConfig(n_customers=9, prompt_versions=("v1", "v3"), main_version="v3", n_boot=100)
-    client = FakeClient(_always_set_1)
-    start = time.perf_counter()
+    cfg = SaerConfig(
+        n_customers=9, prompt_versions=("v1", "v3"), main_version="v3", n_boot=100, pointwise_ablation=True
+    )
+    client = scripted_judge(_always_set_1)
     run = run_saer(client, ds, cfg, encoder=_bag_of_words)
-    assert time.perf_counter() - start < 30
     # calls: pointwise 2 algs x 9 x 2 versions, pairwise 9 x 2 orders, adversarial 9 x 2 versions
-    assert len(client.calls) == 36 + 18 + 18
+    assert len(_requests(client)) == 36 + 18 + 18
     # requests grouped by template (prefix reuse): pointwise v3 -> pointwise v1 -> pairwise v3 (the swapped
     # comparisons, then the v3 adversarial pairs on the same template) -> pairwise v1 (adversarial)
-    ids = [r.template_id for r in client.calls]
+    ids = [r.template_id for r in _requests(client)]
     switches = [b for a, b in itertools.pairwise(ids) if a != b]
     assert switches == ["saer/movies/pointwise_v1", "saer/movies/pairwise_v3", "saer/movies/pairwise_v1"]
     # Table 1: everything Partial
@@ -449,7 +413,7 @@ def test_run_with_position_biased_judge_shows_what_the_swap_reveals():
     assert unparsed_summary(run)["unparsed"].sum() == 0
 
 
-def test_run_with_content_aware_judge_and_unparsed_answers():
+def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
     """A judge that prefers the set sharing more genres with the history is position-consistent;
     garbage answers are counted as unparsed, never replaced."""
     ds = _toy_dataset()
@@ -473,8 +437,8 @@ def test_run_with_content_aware_judge_and_unparsed_answers():
         verdict = "Set 1" if a > b else "Set 2" if b > a else "Tie"
         return f"REASONING: overlap {a} vs {b}\nVERDICT: {verdict}"
 
-    cfg = SaerConfig(n_customers=8, prompt_versions=("v1", "v3"), n_boot=100)
-    run = run_saer(FakeClient(answer), ds, cfg, encoder=_bag_of_words)
+    cfg = SaerConfig(n_customers=8, prompt_versions=("v1", "v3"), n_boot=100, pointwise_ablation=True)
+    run = run_saer(scripted_judge(answer), ds, cfg, encoder=_bag_of_words)
     adj = adjudicated_pairs(run)
     assert adj["consistent"].all()  # content-only judge: same verdict in both orders
     pw = run.pointwise
@@ -501,10 +465,8 @@ def test_sample_customers_stratified_and_seeded():
         SaerConfig(prompt_versions=("v1",), main_version="v3")
 
 
-def test_parroting_judge_is_detected_and_always_tie_is_called_out():
-    tie_example = [m["content"] for m in load_template("movies", "pairwise", "v3").fixed if m["role"] == "assistant"][
-        -1
-    ]
+def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge):
+    tie_example = few_shot_answers(load_template("movies", "pairwise", "v3"))[-1]
 
     def answer(req):
         if req.template_id.split("/")[-1].startswith("pointwise"):
@@ -514,9 +476,9 @@ def test_parroting_judge_is_detected_and_always_tie_is_called_out():
         return "REASONING: short.\nVERDICT: Tie"
 
     run = run_saer(
-        FakeClient(answer),
+        scripted_judge(answer),
         _toy_dataset(),
-        SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50),
+        SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50, pointwise_ablation=True),
         encoder=_bag_of_words,
     )
     cp = copied_from_examples(run).set_index(["task", "prompt_version"])
@@ -529,7 +491,7 @@ def test_parroting_judge_is_detected_and_always_tie_is_called_out():
     assert "4 of the consistent verdicts were 'Tie' in both orders" in text
 
 
-def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path):
+def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path, scripted_judge):
     data = pytest.importorskip("recjudge_utils.data")
     folder = tmp_path / "amazon-beauty"
     folder.mkdir()
@@ -554,13 +516,14 @@ def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path):
                 rec["brand"] = f"Brand{p % 5}"
             fh.write(repr(rec) + "\n")
     ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
-    client = FakeClient(_always_set_1)
-    run = run_saer(client, ds, SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=50), encoder=_bag_of_words)
+    client = scripted_judge(_always_set_1)
+    cfg = SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=50, pointwise_ablation=True)
+    run = run_saer(client, ds, cfg, encoder=_bag_of_words)
     assert run.domain == "ecommerce" and "stand-in" not in run.dataset_label
-    assert {r.template_id.split("/")[1] for r in client.calls} == {"ecommerce"}
-    body = client.calls[0].messages[-1]["content"]
+    assert {r.template_id.split("/")[1] for r in _requests(client)} == {"ecommerce"}
+    body = _requests(client)[0].messages[-1]["content"]
     assert "Purchase history (reviewed 3-5 stars)" in body and "Recent searches: not available" in body
     assert "Bought but disliked (reviewed 1-2 stars)" in body
     # products without a title in the metadata are named by their ASIN, never given an invented title
-    assert any("untitled product P0" in r.messages[-1]["content"] for r in client.calls)
+    assert any("untitled product P0" in r.messages[-1]["content"] for r in _requests(client))
     assert len(table1(run)) == 6

@@ -1,4 +1,4 @@
-"""Implicit feedback and the temporal global split used to re-evaluate recommenders.
+"""Temporal splits: the global time split of the serendipity paper and the per-user last-n split of RecSys Arena.
 
 Plain functions in the LensKit style: each takes a frame of interactions (columns user, item,
 rating, timestamp) and returns new frames; nothing is modified in place.
@@ -23,6 +23,9 @@ Users and items unseen in training (``drop_unseen=True``, the default) are handl
   ground truth** — no recommender can rank an item it has never seen.
 
 ``unseen_report`` counts how much each rule removed, so the notebook can print it.
+
+RecSys Arena's protocol (``split_last_n``): per user, the last ``n_test`` interactions by timestamp are the
+test set and the rest train; users with too short a history stay entirely in training.
 """
 
 from __future__ import annotations
@@ -129,3 +132,15 @@ def last_items(train: pd.DataFrame, n: int = 10) -> dict[int, list[int]]:
     ordered = _sorted_by_time(train)
     tail = ordered.groupby("user", sort=True).tail(n)
     return {int(u): list(map(int, g)) for u, g in tail.groupby("user", sort=True)["item"]}
+
+
+def split_last_n(interactions: pd.DataFrame, n_test: int = 10, min_train: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-user temporal split: each user's last ``n_test`` interactions (by timestamp, ties by item) are test.
+
+    Users with fewer than ``n_test + min_train`` interactions stay entirely in training.
+    """
+    ordered = interactions.sort_values(["user", "timestamp", "item"], kind="mergesort").reset_index(drop=True)
+    size = ordered.groupby("user")["item"].transform("size")
+    rank_from_end = ordered.groupby("user").cumcount(ascending=False)
+    is_test = (rank_from_end < n_test) & (size >= n_test + min_train)
+    return ordered.loc[~is_test].reset_index(drop=True), ordered.loc[is_test].reset_index(drop=True)

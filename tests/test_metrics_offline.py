@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import ndcg_score, roc_auc_score
 
-from recjudge_utils.offline_metrics import (
+from recjudge_utils.metrics.offline import (
     auc_per_user,
     cosine_similarity_fn,
     evaluate_recommender,

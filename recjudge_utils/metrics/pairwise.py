@@ -1,0 +1,182 @@
+"""Pairwise statistics, shared by RecSys Arena and SAER: swap adjudication, position consistency,
+Win/Tie/Lose, Q with its CI, and the paired bootstrap of a difference.
+
+Outcomes are stated for the recommender under test, ``x``, against ``y``: ``"win"``, ``"tie"``, ``"lose"``
+(``None`` = not judged, e.g. an unparsed answer: counted, never imputed).
+
+* **Adjudication** (:func:`conservative`): when labelers, or the two presentation orders of one comparison,
+  agree, that verdict; when they disagree, a tie (a position-dependent verdict carries no preference). The
+  same rule merges human annotators in SAER (its "conservative" pairwise rule).
+* **Q** (RecSys Arena): ``Q = (N_win + N_tie) / (N_lose + N_tie)``. When the denominator is 0 and the
+  numerator is not (only wins), Q is ``inf``; with no outcomes at all it is ``nan``. This is the one
+  definition used everywhere (tables, CIs, differences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, wilson
+
+__all__ = [
+    "OUTCOMES",
+    "TIE",
+    "Difference",
+    "adjudicate",
+    "conservative",
+    "is_missing",
+    "outcome_codes",
+    "paired_difference",
+    "position_consistency",
+    "q_from_codes",
+    "q_value",
+    "wtl_summary",
+]
+
+TIE = "Tie"
+OUTCOMES = ("win", "tie", "lose")
+_CODE = {"win": 1, "tie": 0, "lose": -1}
+
+
+def is_missing(value: Any) -> bool:
+    """True for None and NaN (an unparsed or absent verdict)."""
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def conservative(*labelers: Sequence[Any], tie: str = TIE) -> list[Any]:
+    """Per case, the shared verdict when every labeler agrees, otherwise ``tie``; a missing label stays missing.
+
+    Used both to adjudicate the two presentation orders of one comparison (a position-dependent verdict
+    becomes a tie) and to merge human annotators (SAER's conservative pairwise rule).
+    """
+    if not labelers:
+        raise ValueError("conservative() needs at least one labeler")
+    n = len(labelers[0])
+    if any(len(lab) != n for lab in labelers):
+        raise ValueError("all labelers must label the same cases")
+    out: list[Any] = []
+    for case in zip(*labelers, strict=True):
+        if any(is_missing(v) for v in case):
+            out.append(None)
+        elif all(v == case[0] for v in case):
+            out.append(case[0])
+        else:
+            out.append(tie)
+    return out
+
+
+def adjudicate(first: str | None, second: str | None) -> str | None:
+    """One comparison's outcomes for x in the two orders -> the adjudicated outcome (:func:`conservative`)."""
+    for o in (first, second):
+        if not is_missing(o) and o not in OUTCOMES:
+            raise ValueError(f"unknown outcome {o!r}")
+    return conservative([first], [second], tie="tie")[0]
+
+
+def position_consistency(order_a: Sequence[Any], order_b: Sequence[Any]) -> tuple[int, int]:
+    """(consistent, n): comparisons whose two presentation orders gave the same (mapped-back) verdict, over
+    the comparisons with both orders judged."""
+    if len(order_a) != len(order_b):
+        raise ValueError(f"both orders must cover the same comparisons: {len(order_a)} vs {len(order_b)}")
+    pairs = [(a, b) for a, b in zip(order_a, order_b, strict=True) if not (is_missing(a) or is_missing(b))]
+    return sum(a == b for a, b in pairs), len(pairs)
+
+
+def outcome_codes(outcomes: Sequence[Any]) -> np.ndarray:
+    """win/tie/lose -> 1/0/-1; missing outcomes are dropped."""
+    return np.array([_CODE[o] for o in outcomes if not is_missing(o)], dtype=int)
+
+
+def q_value(n_win: float, n_tie: float, n_lose: float) -> float:
+    """Q = (N_win + N_tie) / (N_lose + N_tie); ``inf`` when only wins, ``nan`` when there is no outcome."""
+    num, den = n_win + n_tie, n_lose + n_tie
+    if den == 0:
+        return float("inf") if num > 0 else float("nan")
+    return float(num / den)
+
+
+def q_from_codes(codes: np.ndarray) -> float:
+    """Q of an array of outcome codes (1 win, 0 tie, -1 lose)."""
+    return q_value(float(np.sum(codes == 1)), float(np.sum(codes == 0)), float(np.sum(codes == -1)))
+
+
+def _share_for_q(codes: np.ndarray) -> float:
+    """(W+T)/(W+L+2T): Q = s / (1 - s), a monotone map, so percentile CIs carry over to Q."""
+    w = float(np.sum(codes == 1))
+    t = float(np.sum(codes == 0))
+    lo = float(np.sum(codes == -1))
+    den = w + lo + 2 * t
+    return (w + t) / den if den else float("nan")
+
+
+def _q_from_share(s: float) -> float:
+    if np.isnan(s):
+        return float("nan")
+    return float("inf") if s >= 1.0 else float(s / (1.0 - s))
+
+
+def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict[str, Any]:
+    """Win/Tie/Lose %, Q and their CIs for one series of outcomes (Wilson for the win rate, percentile bootstrap
+    for Q); missing ones are counted as ``n_unjudged``."""
+    outcomes = list(outcomes)
+    codes = outcome_codes(outcomes)
+    row: dict[str, Any] = {"n": len(codes), "n_unjudged": len(outcomes) - len(codes)}
+    if not len(codes):
+        return {**row, "win": np.nan, "tie": np.nan, "lose": np.nan, "Q": np.nan}
+    n_w, n_t, n_l = (int(np.sum(codes == c)) for c in (1, 0, -1))
+    row.update(win=100.0 * n_w / len(codes), tie=100.0 * n_t / len(codes), lose=100.0 * n_l / len(codes))
+    row["Q"] = q_value(n_w, n_t, n_l)
+    w_lo, w_hi = wilson(n_w, len(codes), ci=ci)
+    _, s_lo, s_hi = bootstrap_ci(codes, statistic=_share_for_q, n_boot=n_boot, ci=ci, seed=seed)
+    row.update(win_lo=100.0 * w_lo, win_hi=100.0 * w_hi, Q_lo=_q_from_share(s_lo), Q_hi=_q_from_share(s_hi))
+    return row
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A paired difference (first minus second) with its percentile-bootstrap CI and ``|point| / SE``."""
+
+    point: float
+    low: float
+    high: float
+    standardised: float
+
+
+def paired_difference(
+    a: np.ndarray,
+    b: np.ndarray,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    n_boot: int = 2000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> Difference:
+    """``statistic(a) - statistic(b)`` over paired units (rows resampled together), with a percentile bootstrap CI.
+
+    Pairs with a non-finite value are dropped; resamples whose difference is not finite (e.g. Q = inf on both
+    sides) are left out of the CI. Fewer than two pairs give NaN.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    nan = float("nan")
+    if len(a) < 2:
+        return Difference(nan, nan, nan, nan)
+    point, boots = bootstrap_distribution((a, b), lambda x, y: statistic(x) - statistic(y), n_boot=n_boot, seed=seed)
+    boots = boots[np.isfinite(boots)]
+    if not np.isfinite(point) or len(boots) < 2:
+        return Difference(point, nan, nan, nan)
+    se = float(np.std(boots))
+    alpha = (1.0 - ci) / 2.0
+    lo, hi = np.quantile(boots, [alpha, 1.0 - alpha])
+    std = abs(point) / se if se > 0 else (float("inf") if point != 0 else nan)
+    return Difference(float(point), float(lo), float(hi), std)

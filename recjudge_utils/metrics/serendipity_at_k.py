@@ -1,0 +1,160 @@
+"""Accuracy and serendipity at k of recommendation lists, per user and averaged over folds
+(paper: serendipity-llm-judge, Section 5, Table 3).
+
+* accuracy: Precision/NDCG@k against the user's test positives (every evaluation user);
+* serendipity: Precision/NDCG@k against the user's *pool* of judged items with score E >= 4 (TREC-style pooling:
+  only recommended items are judged, so the serendipitous ground truth of a user is every judged item of that
+  user that the judge scored 4 or 5, from the recommenders of the pool: the paper's six; the Pop and Random
+  baselines are scored against that pool without adding to it); Avg.Score@k, the mean score of the list.
+
+Unparsed judgments have no score: they count as "not shown to be serendipitous" in the numerators, are left
+out of Avg.Score, and are counted per recommender. :func:`summarise` averages per fold and then over folds
+(the paper's three-fold average); the 95% CI is a percentile bootstrap over users that recomputes that same
+mean of fold means (no CI when only one user has a value: a bootstrap over one user is a zero-width interval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from recjudge_utils.metrics.intervals import bootstrap_ci
+from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k
+from recjudge_utils.splitting.temporal import ground_truth
+
+__all__ = ["METRICS", "METRIC_LABELS", "per_user_metrics", "summarise"]
+
+METRICS: tuple[str, ...] = ("p_acc", "n_acc", "p_ser", "n_ser", "avg")
+
+
+METRIC_LABELS: dict[str, str] = {
+    "p_acc": "Precision_acc@k",
+    "n_acc": "NDCG_acc@k",
+    "p_ser": "Precision_ser@k",
+    "n_ser": "NDCG_ser@k",
+    "avg": "Avg.Score@k",
+}
+
+
+def _lists(recs: pd.DataFrame, rs: str, users: np.ndarray, k: int) -> np.ndarray:
+    sub = recs.loc[recs["rs"] == rs].sort_values(["user", "rank"])
+    out = np.full((len(users), k), -1, dtype=np.int64)
+    index = {int(u): r for r, u in enumerate(users)}
+    rows = sub["user"].map(index)
+    keep = rows.notna().to_numpy() & (sub["rank"].to_numpy() <= k)
+    out[rows[keep].astype(int).to_numpy(), sub["rank"].to_numpy()[keep] - 1] = sub["item"].to_numpy()[keep]
+    return out
+
+
+def per_user_metrics(
+    recs: pd.DataFrame,
+    test: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    k: int = 20,
+    threshold: float = 4,
+    fold: int = 0,
+    pool_rs: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One row per (rs, user): p_acc, n_acc for every user in ``recs``; p_ser, n_ser, avg, n_unparsed for judged ones.
+
+    Users are judged when ``judgments`` holds at least one of their pairs; other users get NaN serendipity columns.
+    ``pool_rs`` (default: every RS) are the recommenders whose judged items make the serendipitous pool (the
+    ground truth of P_ser and the ideal ranking of N_ser); the others (e.g. the Pop and Random baselines) are
+    scored against that pool without adding to it.
+    """
+    truth = ground_truth(test)
+    users = np.sort(recs["user"].unique()).astype(np.int64)
+    relevant = [truth.get(int(u), set()) for u in users]
+    n_rel = np.array([len(r) for r in relevant])
+    judged_users: np.ndarray = np.array([], dtype=np.int64)
+    score_of: dict[tuple[int, int], float] = {}
+    pool: dict[int, set[int]] = {}
+    if judgments is not None and len(judgments):
+        judged_users = np.sort(judgments["user"].unique()).astype(np.int64)
+        scores = pd.to_numeric(judgments["score"], errors="coerce").to_numpy(dtype=float)
+        pooled = recs if pool_rs is None else recs.loc[recs["rs"].isin(list(pool_rs))]
+        in_pool = set(zip(pooled["user"].astype(int), pooled["item"].astype(int), strict=True))
+        for u, i, s in zip(judgments["user"].to_numpy(), judgments["item"].to_numpy(), scores, strict=True):
+            score_of[(int(u), int(i))] = s
+            if s >= threshold and (int(u), int(i)) in in_pool:
+                pool.setdefault(int(u), set()).add(int(i))
+    is_judged = np.isin(users, judged_users)
+    frames = []
+    for rs in recs["rs"].unique():
+        lists = _lists(recs, rs, users, k)
+        hits = hit_matrix(lists, relevant)
+        df = pd.DataFrame(
+            {
+                "fold": fold,
+                "rs": rs,
+                "user": users,
+                "p_acc": precision_at_k(hits, k),
+                "n_acc": ndcg_at_k(hits, n_rel, k),
+                "judged": is_judged,
+            }
+        )
+        for col in ("p_ser", "n_ser", "avg"):
+            df[col] = np.nan
+        df["n_unparsed"] = 0
+        if is_judged.any():
+            rows = np.flatnonzero(is_judged)
+            ser_sets = [pool.get(int(users[r]), set()) for r in rows]
+            ser_hits = hit_matrix(lists[rows], ser_sets)
+            n_ser = np.array([len(s) for s in ser_sets])
+            sc = np.array(
+                [[score_of.get((int(users[r]), int(i)), np.nan) for i in lists[r]] for r in rows], dtype=float
+            )
+            valid = lists[rows] >= 0
+            with np.errstate(invalid="ignore"):
+                avg = np.nanmean(np.where(valid, sc, np.nan), axis=1) if sc.size else np.zeros(len(rows))
+            df.loc[rows, "p_ser"] = precision_at_k(ser_hits, k)
+            df.loc[rows, "n_ser"] = ndcg_at_k(ser_hits, n_ser, k)
+            df.loc[rows, "avg"] = avg
+            df.loc[rows, "n_unparsed"] = (np.isnan(sc) & valid).sum(axis=1)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _mean_of_fold_means(values: np.ndarray, folds: np.ndarray) -> float:
+    ok = ~np.isnan(values)
+    if not ok.any():
+        return float("nan")
+    v, f = values[ok], folds[ok]
+    uniq = np.unique(f)
+    return float(np.mean([v[f == x].mean() for x in uniq]))
+
+
+def summarise(
+    per_user: pd.DataFrame, n_boot: int = 1000, seed: int = 0, percent: bool = True, ci: float = 0.95
+) -> pd.DataFrame:
+    """Per RS: mean over folds of the per-fold mean of each metric, with a bootstrap CI (columns m, m_lo, m_hi).
+
+    Precision/NDCG are in percent when ``percent`` (as the paper prints them); Avg.Score stays on 1..5.
+    Also: users evaluated for accuracy / judged, and the unparsed count out of the judged list slots.
+    """
+    rows = []
+    for rs, grp in per_user.groupby("rs", sort=False):
+        row: dict[str, Any] = {"rs": rs}
+        folds = grp["fold"].to_numpy()
+        for m in METRICS:
+            vals = grp[m].to_numpy(dtype=float)
+            scale = 100.0 if (percent and m != "avg") else 1.0
+            ok = ~np.isnan(vals)
+            if not ok.any():
+                row[m], row[f"{m}_lo"], row[f"{m}_hi"] = np.nan, np.nan, np.nan
+                continue
+            point, lo, hi = bootstrap_ci(
+                (vals[ok], folds[ok]), statistic=_mean_of_fold_means, n_boot=n_boot, ci=ci, seed=seed
+            )
+            if ok.sum() < 2:  # a bootstrap over one user is a zero-width interval: report no CI instead
+                lo = hi = float("nan")
+            row[m], row[f"{m}_lo"], row[f"{m}_hi"] = point * scale, lo * scale, hi * scale
+        row["users_acc"] = len(grp)
+        judged = grp.loc[grp["judged"]]
+        row["users_judged"] = len(judged)
+        row["unparsed"] = int(judged["n_unparsed"].sum())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,164 @@
+"""Answer formats of SAER, parsed strictly: ``saer_list_label`` and ``saer_pairwise``.
+
+``saer_list_label``: ``REASONING: ...`` / ``CATEGORY: Good Match | Partial Match | Poor Match`` /
+``FLAGGED ITEMS: 3, 7`` (or ``None``). ``saer_pairwise``: ``REASONING: ...`` / ``VERDICT: Set 1 | Set 2 | Tie``.
+Case, markdown emphasis and a trailing full stop are tolerated; a field given twice with different values,
+a missing field, an item number outside the list or a label outside the set raise :class:`ParseError`.
+A model that goes on to invent another example after its answer (a second ``REASONING:``) is read up to there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.metrics.pairwise import TIE
+
+__all__ = [
+    "CATEGORIES",
+    "PairwiseVerdict",
+    "PointwiseVerdict",
+    "format_list_label",
+    "format_set_verdict",
+    "parse_category",
+    "parse_flagged",
+    "parse_pairwise",
+    "parse_pointwise",
+    "parse_verdict",
+]
+
+#: SAER's list labels, best first (as the prompts list them).
+CATEGORIES: tuple[str, ...] = ("Good Match", "Partial Match", "Poor Match")
+
+
+_FIELD = re.compile(r"^[ \t>*_#-]*(REASONING|CATEGORY|FLAGGED ITEMS|VERDICT)[*_ \t]*:[*_]*[ \t]*(.*)$", re.I | re.M)
+
+
+def _fields(text: str) -> dict[str, str]:
+    """Field name -> value of the FIRST answer block (a model that goes on to invent another
+    example after its answer repeats REASONING:, which ends the first block). A field given twice
+    inside the block with different values is ambiguous and raises ParseError."""
+    if text is None or not text.strip():
+        raise ParseError("empty answer")
+    matches = list(_FIELD.finditer(text))
+    if not matches:
+        raise ParseError("no REASONING/CATEGORY/FLAGGED ITEMS/VERDICT field")
+    out: dict[str, str] = {}
+    for k, m in enumerate(matches):
+        name = m.group(1).upper()
+        end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
+        value = (m.group(2) + text[m.end() : end]).strip()
+        if name == "REASONING" and "REASONING" in out:
+            break  # a second answer block begins: ignore it
+        if name in out and _norm(out[name]) != _norm(value):
+            raise ParseError(f"{name} given twice with different values")
+        out.setdefault(name, value)
+    return out
+
+
+def _norm(value: str) -> str:
+    value = re.sub(r"[*_`\"'\[\]<>]", "", value)
+    value = value.strip().rstrip(".!").strip()
+    return " ".join(value.lower().split())
+
+
+@dataclass(frozen=True)
+class PointwiseVerdict:
+    reasoning: str
+    category: str
+    flagged: tuple[int, ...]
+
+
+def parse_category(value: str) -> str:
+    """Exactly one of CATEGORIES (case, markdown and a trailing full stop tolerated)."""
+    first_line = value.strip().splitlines()[0] if value.strip() else ""
+    norm = _norm(first_line)
+    for cat in CATEGORIES:
+        if norm == cat.lower():
+            return cat
+    found = [c for c in CATEGORIES if c.lower() in norm]
+    if len(found) > 1:
+        raise ParseError(f"ambiguous CATEGORY {first_line!r}")
+    if len(found) == 1 and re.fullmatch(rf"{found[0].lower()}\s*(\(.*\))?", norm):
+        return found[0]
+    raise ParseError(f"CATEGORY {first_line!r} is not one of {list(CATEGORIES)}")
+
+
+def parse_flagged(value: str, n_items: int) -> tuple[int, ...]:
+    """Item numbers 1..n_items ("3, 7", "#3 (title), #7", "None"); anything else raises ParseError."""
+    first_line = value.strip().splitlines()[0] if value.strip() else ""
+    norm = _norm(first_line)
+    if norm in ("none", "n/a", "na", "no", "no items", "none flagged", "-", "[]", ""):
+        if norm == "":
+            raise ParseError("FLAGGED ITEMS is empty (expected item numbers or None)")
+        return ()
+    # drop parenthesised titles, then every comma/semicolon/'and' separated token must start with a number
+    stripped = re.sub(r"\([^)]*\)", "", first_line)
+    tokens = [t.strip() for t in re.split(r",|;|\band\b", stripped) if t.strip()]
+    numbers = []
+    for tok in tokens:
+        m = re.match(r"^[*_\[]*(?:item\s*)?#?\s*(\d+)\b", tok, re.I)
+        if not m:
+            raise ParseError(f"FLAGGED ITEMS entry {tok!r} is not an item number")
+        k = int(m.group(1))
+        if not 1 <= k <= n_items:
+            raise ParseError(f"FLAGGED ITEMS number {k} outside 1..{n_items}")
+        numbers.append(k)
+    return tuple(sorted(set(numbers)))
+
+
+def parse_pointwise(text: str, n_items: int = 10) -> PointwiseVerdict:
+    """Strict parser for REASONING / CATEGORY / FLAGGED ITEMS (all three required)."""
+    fields = _fields(text)
+    for name in ("REASONING", "CATEGORY", "FLAGGED ITEMS"):
+        if name not in fields:
+            raise ParseError(f"missing {name}")
+    reasoning = fields["REASONING"].strip()
+    if not reasoning:
+        raise ParseError("empty REASONING")
+    return PointwiseVerdict(
+        reasoning, parse_category(fields["CATEGORY"]), parse_flagged(fields["FLAGGED ITEMS"], n_items)
+    )
+
+
+@dataclass(frozen=True)
+class PairwiseVerdict:
+    reasoning: str
+    verdict: str  # "Set 1" | "Set 2" | "Tie"
+
+
+def parse_verdict(value: str) -> str:
+    first_line = value.strip().splitlines()[0] if value.strip() else ""
+    norm = _norm(first_line)
+    table = {"set 1": "Set 1", "set 2": "Set 2", "tie": TIE, "set1": "Set 1", "set2": "Set 2"}
+    if norm in table:
+        return table[norm]
+    m = re.fullmatch(r"(set ?[12]|tie)( is better| wins)?( \(.*\))?", norm)
+    if m:
+        return table[m.group(1)]
+    raise ParseError(f"VERDICT {first_line!r} is not one of Set 1 / Set 2 / Tie")
+
+
+def parse_pairwise(text: str) -> PairwiseVerdict:
+    """Strict parser for REASONING / VERDICT (both required; VERDICT exactly Set 1, Set 2 or Tie)."""
+    fields = _fields(text)
+    for name in ("REASONING", "VERDICT"):
+        if name not in fields:
+            raise ParseError(f"missing {name}")
+    if not fields["REASONING"].strip():
+        raise ParseError("empty REASONING")
+    return PairwiseVerdict(fields["REASONING"].strip(), parse_verdict(fields["VERDICT"]))
+
+
+def format_list_label(
+    category: str, flagged: tuple[int, ...] = (), reasoning: str = "Judged against the history."
+) -> str:
+    """An answer in the ``saer_list_label`` format."""
+    flags = ", ".join(str(k) for k in flagged) if flagged else "None"
+    return f"REASONING: {reasoning}\nCATEGORY: {category}\nFLAGGED ITEMS: {flags}"
+
+
+def format_set_verdict(verdict: str, reasoning: str = "Compared both sets with the history.") -> str:
+    """An answer in the ``saer_pairwise`` format (``verdict`` is ``Set 1``, ``Set 2`` or ``Tie``)."""
+    return f"REASONING: {reasoning}\nVERDICT: {verdict}"

@@ -1,0 +1,165 @@
+"""Pairwise comparison with a position swap: the protocol RecSys Arena and SAER share.
+
+A *game* compares the list of recommender ``x`` with the list of ``y`` for one case (a user). It is judged with
+x's list shown first, and (``both_orders=True``) again with y's list shown first. Each answer names a
+position (the first-shown list, the second, or a tie), which is mapped back to an outcome for x:
+``win`` / ``tie`` / ``lose`` (None when the answer could not be parsed). :func:`games` then holds both orders
+of a game in one row and adjudicates them (:func:`~recjudge_utils.metrics.pairwise.conservative`: agreement
+keeps the verdict, disagreement is a tie). The paper-specific parts, which prompt and how a list is shown,
+come in as a ``build`` callback; the verdict words come in as a ``read`` callback.
+
+When a game knows how much evidence each list holds for the user (e.g. the held-out positives it contains),
+each request carries it as :class:`~recjudge_utils.judge.truth.PreferenceTruth`, in the order the lists are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from recjudge_utils.judge.truth import PreferenceTruth
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.metrics.intervals import wilson
+from recjudge_utils.metrics.pairwise import adjudicate, is_missing
+
+__all__ = ["ORDERS", "Game", "games", "judge_games", "outcome_for_position", "position_summary"]
+
+ORDERS = ("x_first", "y_first")  # x shown first, y shown first
+Position = str  # "first", "second" or "tie"
+
+
+@dataclass(frozen=True)
+class Game:
+    """One comparison: ``x`` against ``y`` for one case (``case`` holds ``user`` and any other identifying field)."""
+
+    case: Mapping[str, MetadataValue]
+    x: str
+    y: str
+    x_evidence: float | None = None
+    y_evidence: float | None = None
+    extra: Mapping[str, MetadataValue] = field(default_factory=dict)
+
+    def truth(self, x_first: bool) -> PreferenceTruth | None:
+        if self.x_evidence is None or self.y_evidence is None:
+            return None
+        first, second = (self.x_evidence, self.y_evidence) if x_first else (self.y_evidence, self.x_evidence)
+        return PreferenceTruth(first=float(first), second=float(second))
+
+
+#: build(game, first, second, truth, metadata) -> the request showing ``first``'s list first
+Build = Callable[[Game, str, str, PreferenceTruth | None, dict[str, MetadataValue]], JudgeRequest]
+
+
+def outcome_for_position(position: Position | None, x_first: bool) -> str | None:
+    """The outcome for x of an answer naming ``position`` (None stays None)."""
+    if position is None or is_missing(position):
+        return None
+    if position == "tie":
+        return "tie"
+    if position not in ("first", "second"):
+        raise ValueError(f"position must be 'first', 'second' or 'tie', not {position!r}")
+    return "win" if (position == "first") == x_first else "lose"
+
+
+def judge_games(
+    judge: Judge,
+    games_: Sequence[Game],
+    build: Build,
+    parse: Callable[[str], Any],
+    read: Callable[[Any], Mapping[str, str]],
+    position_of: Callable[[str], Position],
+    keys: Sequence[str],
+    both_orders: bool = True,
+    desc: str | None = None,
+    details: Callable[[Any], Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """Judge every game (in both orders); one output row per (game, order).
+
+    ``read(parsed value) -> {key: verdict as the judge wrote it}`` and ``position_of(verdict)`` -> "first" /
+    "second" / "tie". Columns: the case fields, x, y, the game's extra fields, order, then the judgment row
+    (``JudgeResult.to_row()``: status, reason, raw_text, usage), ``verdict_<key>`` (as answered) and ``<key>``
+    (the outcome for x); ``details(parsed value)`` adds columns of its own (e.g. the judge's reasoning).
+    """
+    plan: list[tuple[Game, str]] = []
+    for game in games_:
+        plan.append((game, "x_first"))
+        if both_orders:
+            plan.append((game, "y_first"))
+    requests = []
+    for game, order in plan:
+        x_first = order == "x_first"
+        first, second = (game.x, game.y) if x_first else (game.y, game.x)
+        meta: dict[str, MetadataValue] = {**game.case, "x": game.x, "y": game.y, "order": order}
+        requests.append(build(game, first, second, game.truth(x_first), meta))
+    results = judge.judge_many(requests, parse, desc) if requests else []
+    rows = []
+    for (game, order), res in zip(plan, results, strict=True):
+        x_first = order == "x_first"
+        row: dict[str, Any] = {**game.case, "x": game.x, "y": game.y, **game.extra, "order": order}
+        judged = res.to_row()
+        row.update({k: judged[k] for k in ("status", "reason", "raw_text", "latency_s", "cache_hit")})
+        row.update({k: judged[k] for k in ("prompt_tokens", "completion_tokens", "cost_usd")})
+        parsed = res.status == "parsed" and res.value is not None
+        if details is not None:
+            row.update(details(res.value) if parsed else {})
+        verdicts = read(res.value) if parsed else {}
+        for key in keys:
+            v = verdicts.get(key)
+            row[f"verdict_{key}"] = v
+            row[key] = outcome_for_position(position_of(v), x_first) if v is not None else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def games(raw: pd.DataFrame, keys: Sequence[str], by: Sequence[str] = ("user", "x", "y")) -> pd.DataFrame:
+    """One row per game holding both orders: ``<key>_x_first``, ``<key>_y_first`` and the adjudicated ``<key>``."""
+    rows = []
+    for ids, grp in raw.groupby(list(by), sort=False):
+        ids = ids if isinstance(ids, tuple) else (ids,)
+        by_order = {o: g.iloc[0] for o, g in grp.groupby("order")}
+        row: dict[str, Any] = dict(zip(by, ids, strict=True))
+        for key in keys:
+            first = by_order["x_first"][key] if "x_first" in by_order else None
+            second = by_order["y_first"][key] if "y_first" in by_order else None
+            first = None if is_missing(first) else first
+            second = None if is_missing(second) else second
+            row[f"{key}_x_first"], row[f"{key}_y_first"] = first, second
+            row[key] = adjudicate(first, second)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def position_summary(
+    raw: pd.DataFrame, key: str, first_verdict: str, by: Sequence[str] = ("user", "x", "y")
+) -> pd.DataFrame:
+    """Per comparison (x, y) and overall: how often the two orders agree, and how often the judge names the
+    list shown first (``first_verdict``, e.g. "A wins") whatever it is.
+
+    ``consistency`` is over games whose two orders were both parsed; ``first_share`` over all parsed answers.
+    """
+    adj = games(raw, [key], by)
+    both = adj.dropna(subset=[f"{key}_x_first", f"{key}_y_first"])
+    rows = []
+    groups = [(("all", "all"), both, raw)]
+    for (x, y), grp in both.groupby(["x", "y"], sort=False):
+        groups.append(((x, y), grp, raw[(raw["x"] == x) & (raw["y"] == y)]))
+    for (x, y), grp, raw_grp in groups:
+        parsed = raw_grp[raw_grp["status"] == "parsed"]
+        agree = (grp[f"{key}_x_first"] == grp[f"{key}_y_first"]).to_numpy(dtype=float)
+        row = {
+            "x": x,
+            "y": y,
+            "n_both_parsed": len(grp),
+            "consistency": float(agree.mean()) if len(agree) else np.nan,
+            "first_share": float((parsed[f"verdict_{key}"] == first_verdict).mean()) if len(parsed) else np.nan,
+            "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
+        }
+        if len(agree):
+            lo, hi = wilson(int(agree.sum()), len(agree))
+            row.update(consistency_lo=lo, consistency_hi=hi)
+        rows.append(row)
+    return pd.DataFrame(rows)
