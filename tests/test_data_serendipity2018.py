@@ -115,3 +115,17 @@ def test_semicolon_separated_answers(tmp_path: Path) -> None:
     p.write_text(p.read_text().replace(",", ";"))
     with pytest.raises(DataFormatError, match=r"answers\.csv: header"):
         load_serendipity2018(folder, verbose=False)
+
+
+def test_step_scores_come_from_the_data_not_from_g() -> None:
+    sp = load_serendipity2018(FIX / "serendipity-2018", n_history=3, verbose=False)
+    rows = sp.pairs.set_index(["user", "item"])
+    # relevance = the user's rating, half up: 4.5 -> 5, 4.0 -> 4, 3.5 -> 4, 5.0 -> 5
+    assert rows.loc[(101, 9), "relevance"] == 5 and rows.loc[(101, 10), "relevance"] == 4
+    assert rows.loc[(101, 11), "relevance"] == 4 and rows.loc[(102, 12), "relevance"] == 5
+    # unexpectedness = half-up mean of 6 - s3, s4, s5, s6 over the answered ones
+    assert rows.loc[(101, 9), "unexpectedness"] == 4  # (4 + 4 + 4 + 5) / 4 = 4.25
+    assert rows.loc[(101, 10), "unexpectedness"] == 1  # (1 + 1 + 2 + 1) / 4 = 1.25
+    assert rows.loc[(101, 11), "unexpectedness"] == 2  # (3 + 2 + 2) / 3 = 2.33, s5 not answered
+    assert rows.loc[(102, 12), "unexpectedness"] == 5  # (5 + 5 + 5 + 5) / 4
+    assert (rows["relevance"] != rows["g"]).any()  # not a copy of g

@@ -66,11 +66,11 @@ def load_dataset(
     if name == "ml-100k":
         from .movielens import load_ml100k
 
-        return load_ml100k(folder, verbose=verbose, **options)  # type: ignore[arg-type]
+        return load_ml100k(folder, verbose=verbose, **options)
     if name == "ml-1m":
         from .movielens import load_ml1m
 
-        return load_ml1m(folder, verbose=verbose, **options)  # type: ignore[arg-type]
+        return load_ml1m(folder, verbose=verbose, **options)
     if name == "goodreads":
         from .goodreads import load_goodreads
 
@@ -78,7 +78,7 @@ def load_dataset(
     if name == "amazon-beauty":
         from .amazon import load_amazon_beauty
 
-        return load_amazon_beauty(folder, verbose=verbose, **options)  # type: ignore[arg-type]
+        return load_amazon_beauty(folder, verbose=verbose, **options)
     if name == "mind":
         from .mind import load_mind
 

@@ -246,7 +246,9 @@ def _fast_read(
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             if header:
-                dtype = defaultdict(lambda: str, {c: kinds[k] for c, k in numeric.items()})
+                dtype: defaultdict[str | int, type[str] | str] = defaultdict(
+                    lambda: str, {c: kinds[k] for c, k in numeric.items()}
+                )
                 df = pd.read_csv(
                     io.StringIO(text), sep=sep, engine=engine, header=0, index_col=False, dtype=dtype, **opts
                 )

@@ -24,6 +24,12 @@ as "s3 < 3"; pass ``reverse_keyed=("s3",)`` to :func:`serendipity_ground_truth` 
 answers are skipped; a pair with no answered s1..s6 has no g and is excluded (counted in ``extra``). The paper's
 resulting distribution over 2,150 pairs is :data:`PAPER_G_COUNTS`; the notebook prints ours beside it.
 
+Step scores for the CoT and LtM few-shot examples (which show a relevance and an unexpectedness score beside g)
+are derived from the data, never copied from g: **relevance** = the user's own rating of the movie on the five-level
+scale (half stars rounded half up), **unexpectedness** = round-half-up mean of the answered unexpectedness statements
+the dataset's own definitions use: 6 - s3 (s3 "I expected to enjoy it" is the opposite of unexpected), s4, s5, s6
+(:data:`UNEXPECTEDNESS_STATEMENTS`); a pair with none of them answered gets the neutral level 3.
+
 History: the user's last ``n_history`` rated movies (from training.csv plus the user's other answers.csv ratings)
 with a timestamp strictly before the judged rating, oldest first.
 """
@@ -41,6 +47,8 @@ from ._common import DataFormatError, SerendipityPairs, read_delimited, require_
 SERENDIPITY_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6")
 ALL_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")
 PAPER_G_COUNTS: dict[int, int] = {1: 321, 2: 1022, 3: 586, 4: 208, 5: 13}
+#: statements behind the unexpectedness step score, with their direction (s3 is reverse-keyed)
+UNEXPECTEDNESS_STATEMENTS: tuple[str, ...] = ("s3", "s4", "s5", "s6")
 LABEL = "Serendipity-2018 (real, GroupLens; user-annotated)"
 TERMS = (
     "Serendipity-2018 terms: research use only; no redistribution; no endorsement implied; cite Denis Kotkov, "
@@ -64,6 +72,14 @@ def serendipity_ground_truth(
     mean = vals.mean(axis=1, skipna=True)
     g = pd.Series(round_half_up(mean.to_numpy()), index=answers.index).astype("Int64")
     return g, mean
+
+
+def step_scores(answers: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(relevance, unexpectedness) step scores 1..5 from the data (see the module doc; unexpectedness may be NaN)."""
+    relevance = pd.Series(np.clip(round_half_up(answers["rating"].to_numpy(dtype=float)), 1, 5), index=answers.index)
+    _, mean = serendipity_ground_truth(answers, UNEXPECTEDNESS_STATEMENTS, reverse_keyed=("s3",))
+    unexpectedness = pd.Series(round_half_up(mean.to_numpy()), index=answers.index)
+    return relevance.astype("int64"), unexpectedness
 
 
 def _movies(path: Path) -> pd.DataFrame:
@@ -96,7 +112,7 @@ def _training(path: Path, users: set[int], chunksize: int = 2_000_000) -> pd.Dat
     try:  # fast path: a well-formed file parses straight into numbers
         parts = [
             chunk[chunk["userId"].isin(users)]
-            for chunk in pd.read_csv(path, usecols=need, dtype=typed, chunksize=chunksize)  # type: ignore[arg-type]
+            for chunk in pd.read_csv(path, usecols=need, dtype=typed, chunksize=chunksize)
         ]
         if parts:
             return pd.concat(parts, ignore_index=True)[need].astype(typed)
@@ -155,6 +171,7 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
                 f"{answers_path}: line {row + 2}: statement {s} must be 1..5 or NA, got {vals.iloc[row]}"
             )
     g, g_mean = serendipity_ground_truth(answers)
+    relevance, unexpectedness = step_scores(answers)
     items = _movies(require_file(folder / "movies.csv", "serendipity-2018"))
     training = _training(require_file(folder / "training.csv", "serendipity-2018"), set(answers["userId"].tolist()))
     ratings = pd.concat(
@@ -174,6 +191,8 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
             "item": answers["movieId"].astype("int64"),
             "g": g,
             "g_mean": g_mean,
+            "relevance": relevance,
+            "unexpectedness": unexpectedness,
             "history": histories,
             "rating": answers["rating"],
             "timestamp": answers["timestamp"].astype("int64"),
@@ -183,6 +202,8 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
     n_without = int(pairs["g"].isna().sum())
     pairs = pairs[pairs["g"].notna()].reset_index(drop=True)
     pairs["g"] = pairs["g"].astype("int64")
+    # no unexpectedness statement answered: the neutral level, never a copy of g
+    pairs["unexpectedness"] = pairs["unexpectedness"].fillna(3).astype("int64")
     n_short = int((pairs["history"].map(len) < n_history).sum())
     source = (
         f"GroupLens Serendipity-2018 (serendipity-sac2018) files in {folder}; g = round-half-up mean of answered "

@@ -51,6 +51,7 @@ class HistoryRecommender(Recommender):
     def build_model(self, n_items: int) -> HistoryModel: ...
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
+        assert self.train_matrix is not None  # set by fit() before _fit()
         n_users, n_items = self.train_matrix.shape
         seqs = user_sequences(train, self._user_index, self._item_index, n_users)
         self.histories = left_pad(seqs, self.max_len)
@@ -84,6 +85,7 @@ class HistoryRecommender(Recommender):
 
     def _score_rows(self, user_rows: np.ndarray) -> np.ndarray:
         assert self.model is not None
+        assert self.train_matrix is not None  # score() checks fit() ran
         n_items = self.train_matrix.shape[1]
         all_items = torch.arange(1, n_items + 1)
         out = []

@@ -92,7 +92,7 @@ def _positive_keys(matrix: sp.csr_matrix) -> np.ndarray:
         coo = matrix.tocoo()
         keys = np.sort(coo.row.astype(np.int64) * matrix.shape[1] + coo.col.astype(np.int64))
         with contextlib.suppress(AttributeError):  # matrices without __dict__ just do not cache
-            matrix._recjudge_positive_keys = keys  # type: ignore[attr-defined]
+            matrix._recjudge_positive_keys = keys
     return keys
 
 

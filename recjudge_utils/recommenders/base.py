@@ -9,6 +9,7 @@ have no learned state: they receive the training popularity ranking (said in ``f
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,11 @@ class Recommender(ABC):
 
     name: str = "base"
     fallback = "popularity in the training data"
+    #: True for models that learn from user attributes (FM, DeepFM): built with ``users=`` the users frame
+    needs_users: ClassVar[bool] = False
+    #: True for models defined on explicit ratings (KFN, UAUM): they are trained on every rating of the
+    #: training slices, the others on the positives only
+    uses_explicit_ratings: ClassVar[bool] = False
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
@@ -92,6 +98,7 @@ class Recommender(ABC):
         users = np.asarray(users)
         scores = self.score(users).astype(np.float64)
         if exclude_seen:
+            assert self.train_matrix is not None  # score() raised otherwise
             rows = self.user_rows(users)
             known = np.flatnonzero(rows >= 0)
             seen = self.train_matrix[rows[known]].tocoo()
@@ -100,3 +107,21 @@ class Recommender(ABC):
         top = np.argpartition(-scores, kth=k - 1, axis=1)[:, :k]
         order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
         return self.item_ids[np.take_along_axis(top, order, axis=1)]
+
+
+def explicit_ratings(model: Recommender, train: pd.DataFrame) -> sp.csr_matrix:
+    """The training ratings as a users x items matrix in the model's index (0 = not rated).
+
+    Duplicate (user, item) rows are averaged; a frame without ``rating`` counts every row as 1.
+    Used by the models defined on explicit ratings (KFN, UAUM); ``train_matrix`` is the binary form.
+    """
+    ratings = train["rating"].to_numpy(dtype=np.float64) if "rating" in train.columns else np.ones(len(train))
+    rows = train["user"].map(model._user_index).to_numpy()
+    cols = train["item"].map(model._item_index).to_numpy()
+    shape = (len(model.user_ids), len(model.item_ids))
+    sums = sp.csr_matrix((ratings, (rows, cols)), shape=shape)  # duplicates are summed ...
+    counts = sp.csr_matrix((np.ones(len(train)), (rows, cols)), shape=shape)
+    sums.sort_indices()
+    counts.sort_indices()
+    sums.data /= counts.data  # ... and divided by their count (same sparsity pattern, same order)
+    return sums

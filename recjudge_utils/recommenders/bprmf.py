@@ -40,6 +40,7 @@ class BPRMF(Recommender):
         self.losses: list[float] = []
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
+        assert self.train_matrix is not None  # set by fit() before _fit()
         coo = self.train_matrix.tocoo()
         users, pos = coo.row.astype(np.int64), coo.col.astype(np.int64)
         n_users, n_items = self.train_matrix.shape

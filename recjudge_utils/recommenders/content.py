@@ -57,6 +57,7 @@ class ContentMiniLM(Recommender):
         self.user_vectors = vecs
 
     def _score_known(self, user_rows: np.ndarray) -> np.ndarray:
+        assert self.user_vectors is not None and self.embeddings is not None  # fitted: score() checks fit() ran
         scores = self.user_vectors[user_rows].astype(np.float64) @ self.embeddings.T.astype(np.float64)
         # deterministic tie-break by popularity (tiny)
         pop = self.popularity.astype(np.float64)

@@ -48,6 +48,7 @@ class CooccurrenceRecommender(Recommender):
         self._recent: list[np.ndarray] = []
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
+        assert self.train_matrix is not None  # set by fit() before _fit()
         x = self.train_matrix.astype(np.float64)
         c = (x.T @ x).tocsr()
         c.setdiag(0.0)

@@ -52,6 +52,7 @@ class DeepFM(FM):
     """DeepFM recommender: FM + MLP over field embeddings (same features and training as :class:`FM`)."""
 
     name = "DeepFM"
+    module: DeepFMModule | None  # what build_module() returns
 
     def __init__(
         self,
@@ -69,13 +70,14 @@ class DeepFM(FM):
         super().__init__(users, dim, epochs, lr, batch_size, l2, loss, use_side_features, seed)
         self.hidden = tuple(hidden)
 
-    def build_module(self, n_features: int) -> nn.Module:
+    def build_module(self, n_features: int) -> DeepFMModule:
         n_uf = len(dict.fromkeys(self.user_fields))
         n_if = len(dict.fromkeys(self.item_fields))
         return DeepFMModule(n_features, self.dim, n_uf, n_if, self.hidden)
 
     def _sides(self, u_idx: torch.Tensor | None, i_idx: torch.Tensor | None):
         m = self.module
+        assert m is not None  # built at the start of _fit
         uids, uvals = (self._uids, self._uvals) if u_idx is None else (self._uids[u_idx], self._uvals[u_idx])
         iids, ivals = (self._iids, self._ivals) if i_idx is None else (self._iids[i_idx], self._ivals[i_idx])
         u_own, u_sum, u_vx = m.side(uids, uvals)
@@ -85,12 +87,14 @@ class DeepFM(FM):
         return u_own, u_sum, u_h, i_own, i_sum, i_h
 
     def pair_scores(self, u_idx: torch.Tensor, i_idx: torch.Tensor) -> torch.Tensor:
+        assert self.module is not None  # built at the start of _fit
         u_own, u_sum, u_h, i_own, i_sum, i_h = self._sides(u_idx, i_idx)
         fm = self.module.w0 + u_own + i_own + (u_sum * i_sum).sum(-1)
         return fm + self.module.rest(u_h + i_h).squeeze(-1)
 
     @torch.no_grad()
     def _score_known(self, user_rows: np.ndarray) -> np.ndarray:
+        assert self.module is not None  # fitted: score() checks fit() ran
         out = []
         for start in range(0, len(user_rows), 64):
             rows = torch.from_numpy(user_rows[start : start + 64])

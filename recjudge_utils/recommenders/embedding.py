@@ -143,6 +143,7 @@ class EmbeddingRecommender(Recommender):
 
     def _score_known(self, user_rows: np.ndarray) -> np.ndarray:
         emb = self.embeddings
+        assert emb is not None  # fitted: score() checks fit() ran
         out = np.full((len(user_rows), emb.shape[0]), -1.0, dtype=np.float64)
         for i, row in enumerate(user_rows):
             cols = self._recent[int(row)]

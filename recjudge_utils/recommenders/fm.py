@@ -15,7 +15,9 @@ or binary cross-entropy on positives against sampled negatives, Adam, L2 on the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -43,7 +45,7 @@ def _genre_list(value: object) -> list[str]:
         return []
     if isinstance(value, str):
         return [g.strip() for g in value.replace("|", ",").split(",") if g.strip()]
-    return [str(g) for g in list(value)]
+    return [str(g) for g in list(cast(Iterable[object], value))]  # a list / array of genre names
 
 
 def user_feature_table(
@@ -125,6 +127,7 @@ class FM(Recommender):
     """Factorization machine recommender (user/item ids + user attributes + item genres)."""
 
     name = "FM"
+    needs_users = True
 
     def __init__(
         self,
@@ -144,15 +147,16 @@ class FM(Recommender):
         self.users, self.dim, self.epochs, self.lr = users, dim, epochs, lr
         self.batch_size, self.l2, self.loss, self.use_side_features = batch_size, l2, loss, use_side_features
         self.losses: list[float] = []
-        self.module: nn.Module | None = None
+        self.module: FMModule | None = None
 
     # subclasses (DeepFM) replace these two
-    def build_module(self, n_features: int) -> nn.Module:
+    def build_module(self, n_features: int) -> FMModule:
         return FMModule(n_features, self.dim)
 
     def pair_scores(self, u_idx: torch.Tensor, i_idx: torch.Tensor) -> torch.Tensor:
         """Scores of aligned (user row, item column) pairs (1-D)."""
         m = self.module
+        assert m is not None  # built at the start of _fit
         u_own, u_sum, _ = m.side(self._uids[u_idx], self._uvals[u_idx])
         i_own, i_sum, _ = m.side(self._iids[i_idx], self._ivals[i_idx])
         return m.w0 + u_own + i_own + (u_sum * i_sum).sum(-1)
@@ -167,6 +171,7 @@ class FM(Recommender):
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
         n_features = self._prepare_features(items)
+        assert self.train_matrix is not None  # set by fit() before _fit()
         coo = self.train_matrix.tocoo()
         users, pos = coo.row.astype(np.int64), coo.col.astype(np.int64)
         with seeded(self.seed) as rng, torch_threads(1):
@@ -201,6 +206,7 @@ class FM(Recommender):
     @torch.no_grad()
     def _score_known(self, user_rows: np.ndarray) -> np.ndarray:
         m = self.module
+        assert m is not None  # fitted: score() checks fit() ran
         u_own, u_sum, _ = m.side(self._uids[torch.from_numpy(user_rows)], self._uvals[torch.from_numpy(user_rows)])
         i_own, i_sum, _ = m.side(self._iids, self._ivals)
         scores = m.w0 + u_own[:, None] + i_own[None, :] + u_sum @ i_sum.T

@@ -55,6 +55,7 @@ class LightGCN(Recommender):
         self._final: torch.Tensor | None = None
 
     def propagate(self, adj: torch.Tensor) -> torch.Tensor:
+        assert self.embedding is not None  # created at the start of _fit
         e = self.embedding.weight
         layers = [e]
         for _ in range(self.n_layers):
@@ -63,6 +64,7 @@ class LightGCN(Recommender):
         return torch.stack(layers).mean(0)
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
+        assert self.train_matrix is not None  # set by fit() before _fit()
         n_users, n_items = self.train_matrix.shape
         adj = normalized_adjacency(self.train_matrix)
         coo = self.train_matrix.tocoo()
@@ -95,6 +97,7 @@ class LightGCN(Recommender):
 
     @torch.no_grad()
     def _score_known(self, user_rows: np.ndarray) -> np.ndarray:
+        assert self.train_matrix is not None and self._final is not None  # fitted: score() checks fit() ran
         n_users = self.train_matrix.shape[0]
         users = self._final[torch.from_numpy(user_rows)]
         return (users @ self._final[n_users:].T).numpy().astype(np.float64)

@@ -85,6 +85,7 @@ class SASRec(Recommender):
         self.losses: list[float] = []
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
+        assert self.train_matrix is not None  # set by fit() before _fit()
         n_users, n_items = self.train_matrix.shape
         seqs = user_sequences(train, self._user_index, self._item_index, n_users)
         self.sequences = left_pad(seqs, self.max_len)

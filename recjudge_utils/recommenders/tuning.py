@@ -20,10 +20,10 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from ..ranking_metrics import hit_matrix, recall_at_k
-from ..splits import ground_truth
-from . import make_recommender
-from .base import Recommender
+from recjudge_utils.metrics.ranking import hit_matrix, recall_at_k
+from recjudge_utils.recommenders.base import Recommender
+from recjudge_utils.recommenders.training import fit_recommender
+from recjudge_utils.splitting.temporal import ground_truth
 
 Space = Callable[[optuna.Trial], dict[str, Any]]
 
@@ -41,11 +41,15 @@ SEARCH_SPACES: dict[str, Space] = {
         "dropout": t.suggest_float("dropout", 0.0, 0.5),
         "lr": t.suggest_float("lr", 1e-4, 1e-2, log=True),
     },
-    "kfn": lambda t: {"k": t.suggest_int("k", 5, 500, log=True)},
+    "kfn": lambda t: {
+        "k": t.suggest_int("k", 5, 500, log=True),
+        "min_overlap": t.suggest_int("min_overlap", 3, 20, log=True),
+    },
+    # lam > 0 always: at lam = 0 UAUM is plain PureSVD, and an accuracy objective would happily pick it;
+    # UAUM.degenerate_to_svd() reports when the tuned lam is still too small to change the top-k lists.
     "uaum": lambda t: {
         "factors": t.suggest_categorical("factors", [8, 16, 32, 64, 128]),
-        "lam": t.suggest_float("lam", 0.0, 2.0),
-        "expectation": t.suggest_categorical("expectation", ["centroid", "nearest"]),
+        "lam": t.suggest_float("lam", 0.1, 2.0, log=True),
     },
     "purs": lambda t: {
         "dim": t.suggest_categorical("dim", [16, 32, 64]),
@@ -94,14 +98,23 @@ def tune(
     fixed: dict[str, Any] | None = None,
     items: pd.DataFrame | None = None,
     k: int = 10,
+    ratings: pd.DataFrame | None = None,
+    storage: str | None = None,
+    study_name: str | None = None,
 ) -> TuneResult:
-    """TPE search of ``SEARCH_SPACES[name]`` maximising validation Recall@k; returns the best params."""
+    """TPE search of ``SEARCH_SPACES[name]`` maximising validation Recall@k; returns the best params.
+
+    ``train`` holds the positives; ``ratings`` (optional) every rating of the same period, which the models
+    defined on explicit ratings (KFN, UAUM) are trained on instead. With ``storage`` (an Optuna RDB URL such as
+    ``sqlite:///runs/default/optuna.sqlite``) the study is stored under ``study_name`` and resumed: a rerun after a
+    kill runs only the missing trials, and several workers sharing one database stop at ``n_trials`` together.
+    """
     fixed = dict(fixed or {})
     space = SEARCH_SPACES[name.lower()]
     start = time.perf_counter()
     has_space = name.lower() not in ("pop", "random")
     if n_trials <= 0 or not has_space:
-        model = make_recommender(name, seed=seed, **fixed).fit(train, items)
+        model = fit_recommender(name, train, items, seed=seed, params=fixed, ratings=ratings)
         value = validation_recall(model, valid, k)
         return TuneResult(name, fixed, value, 0, time.perf_counter() - start, model=model)
 
@@ -109,7 +122,7 @@ def tune(
 
     def objective(trial: optuna.Trial) -> float:
         params = {**space(trial), **fixed}
-        model = make_recommender(name, seed=seed, **params).fit(train, items)
+        model = fit_recommender(name, train, items, seed=seed, params=params, ratings=ratings)
         value = validation_recall(model, valid, k)
         value = -1.0 if np.isnan(value) else value
         if value > best["value"]:
@@ -117,10 +130,30 @@ def tune(
         return value
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
-    study.optimize(objective, n_trials=n_trials, show_progress_bar=False)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        storage=storage,
+        study_name=study_name,
+        load_if_exists=storage is not None,
+    )
+    complete = (optuna.trial.TrialState.COMPLETE,)
+    remaining = n_trials - len(study.get_trials(deepcopy=False, states=complete))
+    if remaining > 0:
+        study.optimize(
+            objective,
+            n_trials=remaining,
+            show_progress_bar=False,
+            callbacks=[optuna.study.MaxTrialsCallback(n_trials, states=complete)],
+        )
     params = {**study.best_params, **fixed}
-    model = best["model"] if best["value"] == study.best_value else None
+    best_model = best["model"] if best["value"] == study.best_value else None
     return TuneResult(
-        name, params, float(study.best_value), n_trials, time.perf_counter() - start, study.trials_dataframe(), model
+        name,
+        params,
+        float(study.best_value),
+        n_trials,
+        time.perf_counter() - start,
+        study.trials_dataframe(),
+        best_model,
     )
