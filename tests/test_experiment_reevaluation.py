@@ -1,31 +1,48 @@
+"""Re-evaluating recommenders: per-user metrics, summaries over folds, the run end to end with the scripted judge."""
+
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge_utils.reevaluation import (
-    evaluate_recommenders,
+from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.experiments.reevaluation import (
+    ReevaluationConfig,
     judge_recommendations,
-    paper_table2,
-    paper_table3,
-    per_user_metrics,
     prepare_folds,
-    summarise,
-    table3_beside_paper,
+    run_reevaluation,
 )
+from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
+from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.reporting.paper import paper_table
+from recjudge_utils.reporting.reevaluation import observations, paper_table3, table3_beside_paper
 
 
-class FakeJudge:
-    """Scores pair (u, i) as 5 if i is even else 2, except item 3 which is 'unparsed'. Records calls."""
+def paper_table2() -> pd.DataFrame:
+    return paper_table("serendipity_table2")
 
-    def __init__(self):
-        self.calls = []
 
-    def score(self, pairs, items, desc=None):
-        self.calls.append(pairs.copy())
-        score = np.where(pairs["item"] % 2 == 0, 5.0, 2.0)
-        score[pairs["item"].to_numpy() == 3] = np.nan
-        status = np.where(np.isnan(score), "unparsed", "parsed")
-        return pd.DataFrame({"user": pairs["user"], "item": pairs["item"], "score": score, "status": status})
+def score_of(req) -> str:
+    """The scripted judge's rule: 5 for even items, 2 for odd ones, and item 3's answer cannot be parsed."""
+    item = int(req.metadata["item"])
+    return (
+        "no idea"
+        if item == 3
+        else json.dumps({"relevance": 3, "unexpectedness": 3, "score": 5 if item % 2 == 0 else 2})
+    )
+
+
+def toy_items(n_items=30) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"item": range(n_items), "title": [f"Item {i}" for i in range(n_items)], "genres": [["Drama"]] * n_items}
+    )
+
+
+def toy_examples(n_items=30) -> SerendipityPairs:
+    """Labelled pairs from users 1000+ (never evaluated), two per level."""
+    rows = [{"user": 1000 + k, "item": k % n_items, "g": k % 5 + 1, "history": [1, 2, 3]} for k in range(10)]
+    return SerendipityPairs(pd.DataFrame(rows), toy_items(n_items), "toy pairs", False, "test")
 
 
 def interactions(n_users=40, n_items=30, n=1200, seed=0):
@@ -72,54 +89,46 @@ def test_judge_each_pair_once_with_training_history():
     assert sorted(out["item"]) == [5, 6, 7]
 
 
-def test_evaluate_end_to_end_with_fake_judge():
-    df = interactions()
-    seen_users = []
-    judge = FakeJudge()
+class FakeJudge:
+    """A stand-in for the serendipity scorer that records the pairs it is given (the judge itself is not under test)."""
 
-    def make_judge(users):
-        seen_users.extend(users)
-        return judge
+    def __init__(self):
+        self.calls = []
 
-    res = evaluate_recommenders(
-        df,
-        pd.DataFrame({"item": [], "title": [], "genres": []}),
-        ["pop", "random", "kfn"],
-        make_judge,
-        folds=2,
-        n_trials=0,
-        n_users=3,
-        top_k=5,
-        seed=0,
-        progress=False,
-    )
+    def score(self, pairs, items, desc=None):
+        self.calls.append(pairs.copy())
+        return pd.DataFrame({"user": pairs["user"], "item": pairs["item"], "score": 3.0, "status": "parsed"})
+
+
+def test_run_end_to_end_with_the_scripted_judge(scripted_judge):
+    ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
+    client = scripted_judge(score_of)
+    cfg = ReevaluationConfig(recommenders=("pop", "random", "kfn"), folds=2, n_trials=0, n_users=3, top_k=5, seed=0)
+    res = run_reevaluation(client, ds, toy_examples(), cfg, progress=False)
     assert set(res.summary["rs"]) == {"pop", "random", "kfn"}
-    assert len(res.folds) == 2 and sorted(seen_users) == sorted({int(u) for f in res.folds for u in f.judged_users})
+    judged_users = {int(u) for f in res.folds for u in f.judged_users}
+    assert len(res.folds) == 2 and {int(r.metadata["user"]) for _, reqs in client.calls for r in reqs} == judged_users
     for f in res.folds:
         assert set(f.judged_users) <= set(f.eval_users)
         assert set(f.test["user"]) <= set(f.train["user"])
     # every judged pair was sent exactly once per fold
-    for call in judge.calls:
-        assert not call.duplicated(["user", "item"]).any()
+    for _, reqs in client.calls:
+        keys = [(r.metadata["user"], r.metadata["item"]) for r in reqs]
+        assert len(keys) == len(set(keys))
     judged = res.per_user[res.per_user["judged"]]
     assert judged["avg"].notna().all()
     assert res.summary["unparsed"].sum() == judged["n_unparsed"].sum()
+    # the scores are the scripted rule: 5 for even items, 2 for odd ones, item 3 unparsed
+    parsed = res.judgments[res.judgments["status"] == "parsed"]
+    assert (parsed["score"] == np.where(parsed["item"] % 2 == 0, 5.0, 2.0)).all()
+    assert (res.judgments.loc[res.judgments["item"] == 3, "status"] == "unparsed").all()
     table = table3_beside_paper(res.summary)
     assert "p_ser paper" in table.columns
-    # deterministic
-    res2 = evaluate_recommenders(
-        df,
-        pd.DataFrame({"item": [], "title": [], "genres": []}),
-        ["pop", "random", "kfn"],
-        lambda u: FakeJudge(),
-        folds=2,
-        n_trials=0,
-        n_users=3,
-        top_k=5,
-        seed=0,
-        progress=False,
-    )
+    # deterministic, and a rerun makes no new call (the cache answers)
+    n_asked = len(client.backend.asked)
+    res2 = run_reevaluation(client, ds, toy_examples(), cfg, progress=False)
     pd.testing.assert_frame_equal(res.summary, res2.summary)
+    assert len(client.backend.asked) == n_asked
 
 
 def test_summarise_mean_of_fold_means():
@@ -172,8 +181,6 @@ def _summary(values):
 
 
 def test_observations_follow_the_numbers():
-    from recjudge_utils.reevaluation import observations
-
     one_wins = observations(_summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)}))
     assert any("best on every metric" in line and "BPRMF" in line for line in one_wins)
     assert any("above Random's: BPRMF, KFN" in line for line in one_wins)
@@ -184,14 +191,15 @@ def test_observations_follow_the_numbers():
 
 
 def test_training_budget():
-    from recjudge_utils.reevaluation import training_budget
-
-    assert training_budget("paper") == {}
-    small = training_budget("small")
+    assert training_budget("reevaluation", "paper") == {}
+    small = training_budget("reevaluation", "small")
     small["bprmf"]["epochs"] = 999  # a copy: the module's table is not modified
-    assert training_budget("small")["bprmf"]["epochs"] != 999
+    assert training_budget("reevaluation", "small")["bprmf"]["epochs"] != 999
+    assert training_budget("arena", "small")["sasrec"] == {"epochs": 8, "max_len": 50, "dim": 64}
     with pytest.raises(KeyError):
-        training_budget("huge")
+        training_budget("reevaluation", "huge")
+    with pytest.raises(KeyError):
+        training_budget("nope", "small")
 
 
 def test_summarise_gives_no_ci_for_a_single_user():
@@ -213,3 +221,21 @@ def test_summarise_gives_no_ci_for_a_single_user():
     assert s["p_ser"] == pytest.approx(50.0) and np.isnan(s["p_ser_lo"]) and np.isnan(s["p_ser_hi"])
     assert not np.isnan(s["p_acc_lo"])
     assert "no CI" in table3_beside_paper(summarise(per_user, n_boot=100)).loc["a", "p_ser ours"]
+
+
+def test_random_tests_and_uaum_lines_follow_the_run(scripted_judge):
+    from recjudge_utils.reporting.reevaluation import random_test_lines, random_tests, uaum_lines
+
+    ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
+    cfg = ReevaluationConfig(recommenders=("pop", "random", "uaum"), folds=1, n_trials=0, n_users=6, top_k=5, seed=0)
+    res = run_reevaluation(scripted_judge(score_of), ds, toy_examples(), cfg, progress=False)
+    tests = random_tests(res)
+    assert set(tests["rs"]) == {"Pop", "UAUM"}  # every RS against Random, Random itself excluded
+    tested = tests.dropna(subset=["Holm-adjusted p"])
+    assert (tested["Holm-adjusted p"] >= tested["p"]).all()  # Holm never lowers a p-value
+    [line] = random_test_lines(res)
+    assert line.startswith("paired t-tests against Random") or "too few judged users" in line
+    [uaum] = uaum_lines(res)
+    overlap = float(uaum.rsplit(" ", 1)[1].rstrip(")"))
+    verdict = "degenerated to plain SVD" if overlap >= 0.9 else "did not degenerate to plain SVD"
+    assert uaum.startswith(f"fold 0: UAUM {verdict}") and "unexpectedness weight 0.3" in uaum

@@ -1,0 +1,59 @@
+"""The small pieces every chapter shows the same way: data labels, the judge caveat, the usage footer, tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from recjudge_utils.judge.types import Judge
+
+__all__ = ["captioned", "data_label", "error_bars", "judge_caveat", "usage_footer"]
+
+#: how the book names judges whose numbers cannot be read as a judge's opinion
+SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
+
+
+def data_label(label: str, is_real: bool) -> str:
+    """A dataset's label for titles, marked ``[STAND-IN]`` when it is not the paper's real data."""
+    return label if is_real else f"{label} [STAND-IN]"
+
+
+def judge_caveat(judge_name: str) -> str | None:
+    """The sentence every chapter prints where a small embedded model's numbers appear (None for other judges)."""
+    if judge_name.startswith("simulated judge"):
+        return (
+            f"Judge: {judge_name}. Its answers are generated from the truth the experiment attaches, with known "
+            "noise and biases: they show what the protocol detects, not what any LLM thinks."
+        )
+    if any(m in judge_name for m in SMALL_MODEL_MARKERS):
+        return (
+            f"Judge: {judge_name}. This 135-million-parameter model judges close to randomly: its numbers below "
+            "show the pipeline working, not a judge's opinion. Rerun with a capable judge profile to test the paper."
+        )
+    return None
+
+
+def usage_footer(client: Judge) -> pd.DataFrame:
+    """The judge's usage table of this notebook (calls, cache hits, tokens, cost, seconds), titled with the judge."""
+    usage_summary = getattr(client, "usage_summary", None)
+    usage = usage_summary() if callable(usage_summary) else pd.DataFrame()
+    print(f"Usage - judge {client.model_name} (cache hits cost nothing; seconds = summed call latency)")
+    return usage
+
+
+def captioned(frame: pd.DataFrame, title: str, precision: int = 1) -> Styler:
+    """A pandas Styler with a caption (table title) for notebook display."""
+    return frame.style.set_caption(title).format(precision=precision, na_rep="-").hide(axis="index")
+
+
+def error_bars(value: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
+    """Matplotlib ``yerr``/``xerr`` for intervals around ``value``.
+
+    A percentile-bootstrap or Wilson bound can sit a rounding error on the wrong side of the point estimate
+    (or the whole interval can miss it), which matplotlib rejects; such bars are drawn with zero length on
+    that side and missing bounds are drawn as no bar."""
+    value, low, high = (np.asarray(x, dtype=float) for x in (value, low, high))
+    below = np.nan_to_num(np.clip(value - low, 0.0, None))
+    above = np.nan_to_num(np.clip(high - value, 0.0, None))
+    return np.vstack([below, above])

@@ -1,0 +1,161 @@
+"""``results.json``: every headline number a notebook computed, in one documented schema.
+
+Each paper notebook writes ``<run folder>/<notebook>/results.json``::
+
+    {
+      "schema": "recjudge-results/1",
+      "notebook": "01_serendipity_prompt_selection",
+      "experiment": "prompt_selection",
+      "judge": {"name": "embedded", "model_name": "SmolLM2-135M-Instruct (...)", "kind": "llm"},
+      "data": "Serendipity-2018 proxy stand-in ... [STAND-IN]",
+      "results": [
+        {"metric": "mae", "group": {"template": "cot"}, "value": 1.7, "low": 0.9, "high": 2.5, "n": 10,
+         "interval": "95% percentile bootstrap"},
+        ...
+      ],
+      "items": {"scores": [{"template": "cot", "user": 17, "item": 302, "label": 4}, ...]}
+    }
+
+``results`` are the headline numbers, each with its CI (``low``/``high``, null when none), the number of units
+behind it (``n``) and how the interval was made. ``items`` are the per-item labels (one list per kind of
+judgment), so judges can be compared on the items both judged. The file holds nothing that changes between two
+executions of the same answers (no timings, no dates): a replay from an archive reproduces it byte for byte.
+``kind`` is ``"simulated"`` for the simulated judge, which the book never mixes into an LLM table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recjudge_utils.judge.backends.sim import SIM_PREFIX
+from recjudge_utils.judge.types import Judge
+from recjudge_utils.paths import current_run_dir
+
+__all__ = ["RESULTS_FILE", "SCHEMA", "USAGE_FILE", "Result", "judge_kind", "read_results", "result", "write_results"]
+
+SCHEMA = "recjudge-results/1"
+RESULTS_FILE = "results.json"
+#: beside it: what this execution of the notebook cost (calls, cache hits, tokens, dollars); kept apart because a
+#: replay reproduces ``results.json`` exactly while paying for nothing
+USAGE_FILE = "usage.json"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One headline number: ``metric`` for ``group`` (e.g. ``{"template": "cot"}``), with its CI and n."""
+
+    metric: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    group: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    interval: str | None = None
+
+
+def _clean(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else (v if math.isfinite(v) else (math.inf if v > 0 else -math.inf))
+
+
+def result(
+    metric: str,
+    value: Any,
+    low: Any = None,
+    high: Any = None,
+    n: Any = None,
+    interval: str | None = None,
+    **group: Any,
+) -> Result:
+    """A :class:`Result` with numbers cleaned for JSON (NaN -> null, numpy scalars -> float)."""
+    clean_group = {k: (v.item() if hasattr(v, "item") else v) for k, v in group.items()}
+    return Result(
+        metric=metric,
+        value=_clean(value),
+        low=_clean(low),
+        high=_clean(high),
+        n=None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n),
+        group=clean_group,
+        interval=interval if low is not None and _clean(low) is not None else None,
+    )
+
+
+def judge_kind(model_name: str) -> str:
+    return "simulated" if model_name.startswith(SIM_PREFIX) else "llm"
+
+
+def _json(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, float) and not math.isfinite(o):
+        return None if math.isnan(o) else ("inf" if o > 0 else "-inf")
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _write_usage(judge: Judge, target: Path) -> None:
+    summary = getattr(judge, "usage_summary", None)
+    table = summary() if callable(summary) else None
+    if table is None or table.empty:
+        return
+    total = table[table["template_id"] == "TOTAL"].iloc[0].drop("template_id").to_dict()
+    usage = {k: (v.item() if hasattr(v, "item") else v) for k, v in total.items()}
+    target.write_text(json.dumps(_finite(usage), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def write_results(
+    notebook: str,
+    experiment: str,
+    judge: Judge,
+    data: str,
+    results: Sequence[Result],
+    items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    folder: Path | None = None,
+) -> Path:
+    """Write ``results.json`` for one notebook of the current run; returns its path."""
+    judge_name = judge.model_name
+    profile_name = str(getattr(judge, "profile_name", judge_name))
+    target = (folder or current_run_dir() / notebook) / RESULTS_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "schema": SCHEMA,
+        "notebook": notebook,
+        "experiment": experiment,
+        "judge": {"name": profile_name, "model_name": judge_name, "kind": judge_kind(judge_name)},
+        "data": data,
+        "results": [asdict(r) for r in results],
+        "items": {k: [dict(row) for row in rows] for k, rows in (items or {}).items()},
+    }
+    text = json.dumps(_finite(payload), indent=1, sort_keys=True, default=_json, allow_nan=False)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.replace(target)
+    _write_usage(judge, target.parent / USAGE_FILE)
+    return target
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """One ``results.json``, checked against the schema."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema {data.get('schema')!r}, expected {SCHEMA!r}")
+    return data
