@@ -13,7 +13,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: book test lint install data clean
 
+# The offline book: a run with the simulated judge (notebooks 1-4), then the default run with the embedded
+# model (every notebook, the "Judges compared" chapter reading both runs), built from the default run.
 book: $(STAMP)
+	$(PY) -m recjudge_utils.book --run sim --judge sim --only 01 02 03 04 --no-build
 	$(PY) -m recjudge_utils.book $(BOOK_ARGS)
 
 test: $(STAMP)
@@ -22,7 +25,9 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m ruff format --check recjudge_utils tests benchmarks
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy recjudge_utils
+	$(PY) -m recjudge_utils.book.check_notebooks notebooks
 
 install: $(STAMP)
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
-from recjudge_utils.client import JudgeClient, JudgeRequest  # noqa: E402
+from recjudge_utils.judge.client import JudgeClient, JudgeRequest  # noqa: E402
 
 MOVIES = [
     "Toy Story (1995)",

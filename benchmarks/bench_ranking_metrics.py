@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from recjudge_utils.ranking_metrics import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
+from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
 
 N_USERS, N_ITEMS, K, REPEATS = 6000, 3500, 20, 5
 

@@ -1,0 +1,5 @@
+import sys
+
+from recjudge_utils.book.cli import main
+
+sys.exit(main())

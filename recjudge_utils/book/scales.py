@@ -1,0 +1,55 @@
+"""The two scales of a run: ``demo`` (each notebook's own defaults: minutes on a laptop, offline) and ``paper``
+(the papers' experiment sizes). One table, each value with the paper section it comes from.
+
+``python -m recjudge_utils.book --scale paper`` passes these values to every notebook that declares them;
+``-p NAME VALUE`` still overrides any single one. Datasets are not part of the scale (the papers' datasets must
+be downloaded first; see ``data/README.md``): pass ``-p dataset ml-1m`` for that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PAPER_SCALE", "SCALES", "ScaleValue", "scale_parameters"]
+
+
+@dataclass(frozen=True)
+class ScaleValue:
+    """One parameter at paper scale: the notebook it belongs to, its value and where the paper says so."""
+
+    notebook: str
+    parameter: str
+    value: Any
+    source: str
+
+
+PAPER_SCALE: tuple[ScaleValue, ...] = (
+    ScaleValue("01", "n_pairs", None, "serendipity paper, Sec. 4.1: all 2,150 Serendipity-2018 pairs"),
+    ScaleValue("01", "n_shots", 10, "serendipity paper, Sec. 3.2 / 4.1: 10-shot prompts, two per level"),
+    ScaleValue("01", "n_history", 10, "serendipity paper, Sec. 3.1: the user's last 10 items"),
+    ScaleValue("02", "folds", 3, "serendipity paper, Sec. 5.1: three folds, start shifted by one slice"),
+    ScaleValue("02", "n_trials", 100, "serendipity paper, Sec. 5.1: 100 TPE trials per RS per fold"),
+    ScaleValue("02", "n_users", 0, "serendipity paper, Sec. 5.1: every test user (0 = all)"),
+    ScaleValue("02", "top_k", 20, "serendipity paper, Sec. 5.1 / Table 3: @20"),
+    ScaleValue("02", "train_budget", "paper", "serendipity paper, Sec. 5.1: models trained to convergence"),
+    ScaleValue("03", "n_users", 0, "RecSys Arena, Sec. 3.2: Q over every sample of the test set (0 = all)"),
+    ScaleValue("03", "top_k", 5, "RecSys Arena, Sec. 2.3: the top-5 lists of A and B"),
+    ScaleValue("03", "n_close_pairs", 2, "RecSys Arena, Sec. 4.1, Figures 3-4: the closest-AUC pairs"),
+    ScaleValue("03", "train_budget", "paper", "RecSys Arena, Sec. 3.3: trained models (longer training)"),
+    ScaleValue("04", "n_customers", 200, "SAER, Sec. 3.4: a stratified sample of 200 customers"),
+    ScaleValue("04", "n_adversarial", 100, "SAER, Sec. 3.4 / 4.1: 100 blind adversarial pairs"),
+    ScaleValue("04", "top_k", 10, "SAER, Sec. 3.4: top-10 lists"),
+    ScaleValue("04", "pointwise_ablation", True, "SAER, Sec. 4.1 (Table 3): every prompt version"),
+)
+
+SCALES = ("demo", "paper")
+
+
+def scale_parameters(scale: str, notebook: str) -> dict[str, Any]:
+    """The values of ``scale`` for one notebook (its file name): none for ``demo``."""
+    if scale not in SCALES:
+        raise SystemExit(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
+    if scale == "demo":
+        return {}
+    return {v.parameter: v.value for v in PAPER_SCALE if notebook.startswith(v.notebook)}
