@@ -4,6 +4,9 @@
     fresh runs folder, beside the calls and tokens the same book then actually sent to that server in another fresh
     runs folder. Calls must match exactly for notebooks without chained prompts; tokens are the plan's estimate
     against the fake server's token count.
+(c) The plan's token estimate (characters / 4) beside the tokens the embedded judge's real tokenizer counted for the
+    same prompts, read from the default run's ``usage.json`` files when ``runs/default`` holds an embedded run (the
+    fake server counts characters / 4 too, so in (a) equal tokens show only that the plan renders the prompts sent).
 (b) In that second folder: the first run (judge A, trains every recommender) beside a second run with another judge
     profile (judge B, reuses every trained model): wall time, training time (the manifest's ``training_seconds``)
     and the training share of each.
@@ -14,6 +17,7 @@ Run (several minutes on 2 cores; take the shared heavy-job lock):
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -28,6 +32,7 @@ from format_aware_script import FormatAwareScript  # noqa: E402
 
 from recjudge_utils import book  # noqa: E402
 from recjudge_utils.judge.profiles import JudgeProfile, load_profile  # noqa: E402
+from recjudge_utils.paths import runs_dir  # noqa: E402
 
 
 def profile(server: FakeOpenAIServer, name: str) -> JudgeProfile:
@@ -39,6 +44,7 @@ def in_runs_folder(folder: Path) -> None:
 
 
 def main() -> int:
+    embedded_run = runs_dir() / "default"  # before the benchmark points RECJUDGE_RUNS_DIR at its own folders
     with tempfile.TemporaryDirectory() as tmp:
         planned_dir, run_dir = Path(tmp) / "plan", Path(tmp) / "runs"
         with FakeOpenAIServer(script=FormatAwareScript(), model="fake-model-a") as server_a:
@@ -73,6 +79,14 @@ def main() -> int:
             f"{label:22} wall {manifest.seconds:7.1f} s   training {manifest.training_seconds:7.1f} s "
             f"({100 * share:4.1f}% of the run)"
         )
+    print()
+    print(f"(c) plan's characters/4 vs the embedded judge's tokenizer ({embedded_run})")
+    for nb, p in planned.items():
+        usage_path = embedded_run / nb / "usage.json"
+        if nb == "TOTAL" or not usage_path.exists():
+            continue
+        real = json.loads(usage_path.read_text())["prompt_tokens"]
+        print(f"{nb:34} plan {p['prompt_tokens']:>9,}  SmolLM2 {real:>9,}  ratio {real / p['prompt_tokens']:.2f}")
     ratio = first.seconds / second.seconds if second.seconds else float("nan")
     print(f"second run / first run wall time: {1 / ratio:.2f} (the first takes {ratio:.2f}x as long)")
     return 0

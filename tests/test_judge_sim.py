@@ -149,6 +149,20 @@ def test_same_seed_same_answers_other_seed_other_answers(tmp_path):
     assert (a["score"].to_numpy() != p["g"].to_numpy()).any()  # noise 1 moves some answers
 
 
+def test_an_offline_replay_recomputes_sim_answers_but_not_model_answers(tmp_path, scripted_judge):
+    p = pairs(20)
+    online = SerendipityJudge(sim(tmp_path / "on", noise=1.0, seed=3), template="base").score(p, items())
+    offline_client = JudgeClient(
+        model="sim", backend="sim", backend_options={"noise": 1.0, "seed": 3}, offline=True,
+        cache_path=tmp_path / "empty.sqlite", run_dir=tmp_path / "off", progress=False,
+    )  # fmt: skip
+    offline = SerendipityJudge(offline_client, template="base").score(p, items())
+    assert (offline["score"].to_numpy() == online["score"].to_numpy()).all()  # computed, not refused
+    model = scripted_judge(lambda request: '{"score": 4}', offline=True, cache_path=tmp_path / "empty2.sqlite")
+    refused = SerendipityJudge(model, template="base").score(p, items())
+    assert (refused["status"] == "error").all()  # a model's answer must come from the archive
+
+
 def test_unparseable_rate_and_context_neglect(tmp_path):
     p = pairs(300)
     out = SerendipityJudge(sim(tmp_path, unparseable=0.3, seed=1), template="base").score(p, items())

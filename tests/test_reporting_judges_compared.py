@@ -35,9 +35,9 @@ def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_
     runs = compare.load_runs()
     assert [r.name for r in runs] == ["finished", "running"]
     usage = compare.usage_table(runs).set_index("run")
-    assert usage.loc["finished", "judgments"] == 6 and usage.loc["finished", "paid calls"] == 6
-    assert usage.loc["finished", "run time (min)"] == 1.5
-    assert usage.loc["running", "run time (min)"] == "(running)"
+    assert usage.loc["finished", "judgments"] == 6 and usage.loc["finished", "paid"] == 6
+    assert usage.loc["finished", "minutes"] == 1.5
+    assert usage.loc["running", "minutes"] == "running"
     assert json.loads((isolated_runs / "running" / NOTEBOOK / USAGE_FILE).read_text())["api_calls"] == 6
 
 

@@ -58,11 +58,16 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
     if not manifest_path.exists():
         raise ArchiveError(f"{run_folder}: no manifest.json: not a finished run")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    # the answers of the run's judge only: a notebook that does not take the run's judge (chapter 5's simulated
+    # judge) recomputes its answers offline, and would otherwise fill the archive with tens of thousands of them
+    judged = {Path(nb["notebook"]).stem for nb in manifest.get("notebooks", []) if "judge" in nb.get("parameters", {})}
     cache = JudgeCache(runs_dir() / "cache.sqlite")
     answers: dict[str, dict[str, Any]] = {}
     try:
         for log in sorted(run_folder.glob("*/judgments.jsonl")):
             notebook = log.parent.name
+            if notebook not in judged:
+                continue
             messages = {r["messages_hash"]: r["messages"] for r in read_jsonl(log.parent / "messages.jsonl")}
             for rec in read_jsonl(log):
                 key = rec.get("cache_key")

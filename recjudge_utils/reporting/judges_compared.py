@@ -29,6 +29,7 @@ from recjudge_utils.reporting.results import RESULTS_FILE, USAGE_FILE, read_resu
 
 __all__ = [
     "Run",
+    "agreement_display",
     "agreement_table",
     "arena_table",
     "fleiss_table",
@@ -183,14 +184,13 @@ def usage_table(runs: list[Run]) -> pd.DataFrame:
                 "run": run.name,
                 "judge": run.shown_as or run.judge,
                 "judgments": total("calls"),
-                "paid calls": total("api_calls"),
-                "cache hits": total("cache_hits"),
+                "paid": total("api_calls"),
+                "cached": total("cache_hits"),
                 "unparsed": total("unparsed"),
                 "errors": total("errors"),
-                "prompt tokens": total("prompt_tokens"),
-                "completion tokens": total("completion_tokens"),
-                "cost USD": total("cost_usd"),
-                "run time (min)": "(running)" if seconds is None else round(seconds / 60, 1),
+                "tokens in/out": f"{total('prompt_tokens') or 0:,} / {total('completion_tokens') or 0:,}",
+                "USD": total("cost_usd"),
+                "minutes": "running" if seconds is None else round(seconds / 60, 1),
             }
         )
     return pd.DataFrame(rows)
@@ -218,7 +218,7 @@ def serendipity_table(runs: list[Run]) -> pd.DataFrame:
                 "3-class acc % [95% CI]": _fmt(
                     cell("acc3", "value"), cell("acc3", "low"), cell("acc3", "high"), 100, 1
                 ),
-                "kappa": _fmt(cell("kappa_qw", "value"), None, None),
+                "kappa [95% CI]": _fmt(cell("kappa_qw", "value"), cell("kappa_qw", "low"), cell("kappa_qw", "high")),
                 "n": None if cell("mae", "n") is None else int(cell("mae", "n")),
             }
         )
@@ -231,7 +231,7 @@ def serendipity_table(runs: list[Run]) -> pd.DataFrame:
                 "kind": "paper",
                 "MAE [95% CI]": f"{r.mae:.3f}",
                 "3-class acc % [95% CI]": f"{r.accuracy_pct:.2f}",
-                "kappa": "-",
+                "kappa [95% CI]": "-",
                 "n": 2150,
             }
         )
@@ -297,7 +297,8 @@ def arena_table(runs: list[Run], source: str = "adjudicated") -> pd.DataFrame:
             out.append(
                 {"x": w.x, "vs": w.y, "judge": judge, "kind": w.kind, "source": source,
                  "win % [95% CI]": _fmt(w.value, w.low, w.high, digits=1),
-                 "Q [95% CI]": _fmt(q["value"], q["low"], q["high"]), "n": w.n, "Pearson r(Q, AUC)": pearson}
+                 "Q [95% CI]": _fmt(q["value"], q["low"], q["high"]), "n": None if w.n is None else int(w.n),
+                 "Pearson r(Q, AUC)": _fmt(pearson, None, None, digits=4)}
             )  # fmt: skip
     paper = paper_table("arena_table2")
     corr = paper_table("arena_table3").set_index(["llm", "dataset"])["r"]
@@ -305,9 +306,9 @@ def arena_table(runs: list[Run], source: str = "adjudicated") -> pd.DataFrame:
         out.append(
             {"x": p.rs, "vs": "FM", "judge": f"{p.llm} (paper)", "kind": "paper", "source": "x_first",
              "win % [95% CI]": f"{p.win:.1f}", "Q [95% CI]": f"{p.q:.4f}", "n": None,
-             "Pearson r(Q, AUC)": corr.get((p.llm, "MovieLens"), np.nan)}
+             "Pearson r(Q, AUC)": _fmt(corr.get((p.llm, "MovieLens"), np.nan), None, None, digits=4)}
         )  # fmt: skip
-    return pd.DataFrame(out)
+    return pd.DataFrame(out).astype({"n": "Int64"})
 
 
 # ------------------------------------------------------------------------------------------------ notebook 4
@@ -378,7 +379,8 @@ def agreement_table(runs: list[Run]) -> pd.DataFrame:
                 table = pd.crosstab(both["a"].map(codes), both["b"].map(codes)).reindex(
                     index=range(len(order)), columns=range(len(order)), fill_value=0
                 )
-                res = cohens_kappa(table.to_numpy(), wt="quadratic")
+                with np.errstate(invalid="ignore"):  # a degenerate table has no SE: NaN, said in the chapter
+                    res = cohens_kappa(table.to_numpy(), wt="quadratic")
                 row.update(
                     kappa=float(res.kappa),
                     se=float(res.std_kappa),
@@ -413,6 +415,27 @@ def fleiss_table(runs: list[Run]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
+    """The agreement table as a reader reads it: one kappa cell with its CI, the SE and the raw agreement in %."""
+    if agreement.empty:
+        return agreement
+    out = pd.DataFrame(
+        {
+            "items": agreement["items"],
+            "judges": agreement["judge A"] + "  vs  " + agreement["judge B"],
+            "n": agreement["n both labelled"],
+        }
+    )
+    has = "kappa" in agreement
+    out["kappa [95% CI]"] = [
+        _fmt(r.kappa, r.low, r.high) if has and not pd.isna(r.kappa) else "n/a"
+        for r in agreement.reindex(columns=["kappa", "low", "high"]).itertuples()
+    ]
+    out["SE"] = agreement["se"].round(3) if "se" in agreement else np.nan
+    out["raw agreement %"] = (100 * agreement["raw_agreement"]).round(1) if "raw_agreement" in agreement else np.nan
+    return out
 
 
 def agreement_figure(agreement: pd.DataFrame) -> Figure | None:

@@ -267,8 +267,15 @@ def results(run: PromptSelectionRun) -> tuple[list[Result], dict[str, list[dict[
     for t, r in run.summary.iterrows():
         boot = "95% percentile bootstrap"
         out.append(result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], boot, template=str(t)))
-        out.append(result("acc3", r["acc3"], r["acc3_lo"], r["acc3_hi"], r["n_parsed"], boot, template=str(t)))
-        out.append(result("kappa_qw", r["kappa_qw"], n=r["n_parsed"], template=str(t)))
+        # a share over a few pairs: the Wilson interval (a bootstrap one collapses when every answer agrees)
+        out.append(
+            result("acc3", r["acc3"], r.get("acc3_wilson_lo"), r.get("acc3_wilson_hi"), r["n_parsed"], "95% Wilson",
+                   template=str(t))
+        )  # fmt: skip
+        out.append(
+            result("kappa_qw", r["kappa_qw"], r.get("kappa_lo"), r.get("kappa_hi"), r["n_parsed"],
+                   "95% from the asymptotic SE (statsmodels cohens_kappa)", template=str(t))
+        )  # fmt: skip
         out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
     out.append(result("selected", float(TEMPLATES.index(run.selected)), template=run.selected))
     items: list[dict[str, object]] = [

@@ -107,6 +107,9 @@ class Backend(ABC):
     price_model: str  # row of the price table
     max_concurrency: int = 1
     route: str = "chat"  # how answers are billed and logged ("chat", "batch", "sim")
+    #: answers are computed from the request alone on this machine (no model, network, key or cost): an offline
+    #: replay may compute what its archive does not hold
+    computes_answers: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, request: JudgeRequest) -> Plan:

@@ -156,6 +156,7 @@ class SimulatedJudge(Backend):
 
     name = "sim"
     route = "sim"
+    computes_answers = True
 
     def __init__(self, model: str = "sim", offline: bool = False, **parameters: float) -> None:
         self.params = SimParameters(**parameters)  # type: ignore[arg-type]
