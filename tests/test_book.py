@@ -80,9 +80,18 @@ def test_runs_coexist(project: Path, isolated_runs: Path) -> None:
     assert json.loads((isolated_runs / "b" / "manifest.json").read_text())["judge"]["name"] == "embedded"
 
 
-def test_unknown_parameter_is_an_error(project: Path) -> None:
+@pytest.mark.parametrize("mode", ["run", "plan"])
+def test_unknown_or_secret_parameter_is_an_error(project: Path, isolated_runs: Path, mode: str) -> None:
+    def execute(parameters: dict[str, object]) -> object:
+        if mode == "plan":
+            return book.plan(gpt_x(), parameters=parameters, root=project)
+        return book.run(gpt_x(), parameters=parameters, build=False, root=project)
+
     with pytest.raises(SystemExit, match="n_usres"):
-        book.run(gpt_x(), parameters={"n_usres": 7}, build=False, root=project)
+        execute({"n_usres": 7})
+    with pytest.raises(SystemExit, match="never a parameter"):
+        execute({"OPENAI_API_KEY": "sk-secret"})
+    assert not (isolated_runs / "default").exists()  # refused before any folder was made or notebook ran
 
 
 def test_failing_notebook_names_itself_and_its_cell(project: Path, isolated_runs: Path) -> None:

@@ -27,7 +27,16 @@ from typing import Any
 import pandas as pd
 
 from recjudge_utils.book.archive import ArchiveError, export_run, import_archive
-from recjudge_utils.book.runner import NotebookFailed, build_book, parse_parameter_value, plan, run, run_dir
+from recjudge_utils.book.runner import (
+    SECRET_PARAMETER_MESSAGE,
+    SECRET_PARAMETERS,
+    NotebookFailed,
+    build_book,
+    parse_parameter_value,
+    plan,
+    run,
+    run_dir,
+)
 from recjudge_utils.book.scales import SCALES
 from recjudge_utils.judge.profiles import JudgeProfile, ProfileError, load_profile
 from recjudge_utils.paths import DEFAULT_RUN, project_root
@@ -121,8 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = project_root()
     if root is None:
         parser.error("needs a checkout of the recjudge repository (notebooks/ and book/)")
-    if any(name.lower() in {"api_key", "openai_api_key"} for name, _ in args.parameter):
-        parser.error("the API key is read from the environment (the profile's api_key_env), never a parameter")
+    if SECRET_PARAMETERS & {name.lower() for name, _ in args.parameter}:
+        parser.error(SECRET_PARAMETER_MESSAGE)  # before any profile is checked or notebook runs
     parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
     try:
         if args.build_only:

@@ -52,6 +52,7 @@ __all__ = [
 HIDDEN_CELL_TAGS = ("parameters", "injected-parameters")
 PLAN_JSON = "plan.json"
 SECRET_PARAMETERS = {"api_key", "openai_api_key"}
+SECRET_PARAMETER_MESSAGE = "the API key is read from the environment (the profile's api_key_env), never a parameter"
 
 
 @dataclass
@@ -319,6 +320,32 @@ def _executed_page(source: Path, toc_file: str) -> Path:
     return ipynb if ipynb.exists() or not md.exists() else md
 
 
+def _selection(
+    root: Path | None, only: Sequence[str] | None, parameters: Mapping[str, Any] | None
+) -> tuple[Path, dict[Path, set[str]], dict[str, Any]]:
+    """The checkout, the selected notebooks with the parameters each declares, and the checked ``-p`` values."""
+    root = root or project_root()
+    if root is None:
+        raise SystemExit("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
+    notebooks = select_notebooks(root / "notebooks", only)
+    extra = dict(parameters or {})
+    if SECRET_PARAMETERS & {name.lower() for name in extra}:
+        raise SystemExit(SECRET_PARAMETER_MESSAGE)
+    declared = {nb: declared_parameters(nb) for nb in notebooks}
+    unknown = set(extra) - set().union(*declared.values())
+    if unknown:
+        raise SystemExit(f"parameters {sorted(unknown)} are declared by none of {[nb.name for nb in notebooks]}")
+    return root, declared, extra
+
+
+def _notebook_parameters(
+    notebook: Path, declared: set[str], profile: JudgeProfile, scale: str, extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The judge profile, then the scale's values, then ``-p``: each only if the notebook declares it."""
+    wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, notebook.name), **extra}
+    return {name: value for name, value in wanted.items() if name in declared}
+
+
 def run(
     profile: JudgeProfile,
     run_name: str = DEFAULT_RUN,
@@ -337,21 +364,11 @@ def run(
     Raises:
         NotebookFailed: a notebook raised; every failed notebook is named with its cell and error.
     """
-    root = root or project_root()
-    if root is None:
-        raise SystemExit("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
-    notebooks = select_notebooks(root / "notebooks", only)
+    root, declared, extra = _selection(root, only, parameters)
+    notebooks = list(declared)
     folder = run_dir(run_name)
     out_dir = folder / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
-    extra = dict(parameters or {})
-    secret = SECRET_PARAMETERS & {k.lower() for k in extra}
-    if secret:
-        raise SystemExit("the API key is read from the environment (see the profile's api_key_env), never a parameter")
-    declared = {nb: declared_parameters(nb) for nb in notebooks}
-    unknown = set(extra) - set().union(*declared.values())
-    if unknown:
-        raise SystemExit(f"parameters {sorted(unknown)} are declared by none of {[nb.name for nb in notebooks]}")
 
     manifest = RunManifest(
         run=run_name,
@@ -375,8 +392,7 @@ def run(
     }
     with environment(env):
         for nb in notebooks:
-            wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, nb.name), **extra}
-            params = {name: value for name, value in wanted.items() if name in declared[nb]}
+            params = _notebook_parameters(nb, declared[nb], profile, scale, extra)
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
             print(f"[{nb.name}] running with {shown}", flush=True)
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)
@@ -419,27 +435,21 @@ def plan(
 ) -> dict[str, Any]:
     """Execute the notebooks in plan mode (every request recorded, none sent; ``runs/<run>/plan/``) and write
     ``runs/<run>/plan.json``: calls, tokens, cost with and without Batch, and hours, per notebook and in total."""
-    root = root or project_root()
-    if root is None:
-        raise SystemExit("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
-    notebooks = select_notebooks(root / "notebooks", only)
+    root, declared, extra = _selection(root, only, parameters)
     folder = run_dir(run_name)
     scratch = folder / "plan"
     shutil.rmtree(scratch, ignore_errors=True)
     (scratch / "executed").mkdir(parents=True)
-    extra = dict(parameters or {})
-    declared = {nb: declared_parameters(nb) for nb in notebooks}
-    skipped = [nb.name for nb in notebooks if JUDGE_PARAMETER not in declared[nb]]
+    skipped = [nb.name for nb, names in declared.items() if JUDGE_PARAMETER not in names]
     if skipped:
         print(f"[plan] not planned (they do not use the run's judge): {', '.join(skipped)}", flush=True)
-    notebooks = [nb for nb in notebooks if JUDGE_PARAMETER in declared[nb]]
+    notebooks = [nb for nb, names in declared.items() if JUDGE_PARAMETER in names]
     failures = []
     with environment(
         {"RECJUDGE_RUN_DIR": str(scratch), "RECJUDGE_PLAN": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     ):
         for nb in notebooks:
-            wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, nb.name), **extra}
-            params = {name: value for name, value in wanted.items() if name in declared[nb]}
+            params = _notebook_parameters(nb, declared[nb], profile, scale, extra)
             print(f"[plan {nb.name}] rendering every request, calling nothing", flush=True)
             result = execute_notebook(nb, scratch / "executed" / nb.name, params, log_output)
             if result.status != "ok":

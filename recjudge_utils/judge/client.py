@@ -2,9 +2,9 @@
 
 ``JudgeClient(model="local")`` (the default) talks to the embedded SmolLM2-135M-Instruct server;
 ``JudgeClient(model="gpt-4o-mini")`` to OpenAI; ``JudgeClient(model=..., base_url="http://host:8000/v1")`` to any
-OpenAI-compatible server; ``JudgeClient.from_profile(profile)`` to whatever a judge profile names (including the
-Batch API and the simulated judge). Who answers is a backend (:mod:`recjudge_utils.judge.backends`); what every
-call gets is the client's job:
+OpenAI-compatible server; :func:`recjudge_utils.judge.profiles.open_judge` to whatever a judge profile names
+(including the Batch API and the simulated judge). Who answers is a backend (:mod:`recjudge_utils.judge.backends`);
+what every call gets is the client's job:
 
 * a persistent SQLite cache (:mod:`recjudge_utils.judge.cache`): a rerun of the same work makes zero calls,
   identical requests in one batch are asked once, and every answer is committed as soon as it arrives, so a
@@ -136,13 +136,6 @@ class JudgeClient:
         self.cache = JudgeCache(cache_path if cache_path is not None else runs_dir() / "cache.sqlite")
         self.profile_name = model  # the judge profile's name when opened from a profile
         self._closed = False
-
-    @classmethod
-    def from_profile(cls, profile: Any, **overrides: Any) -> JudgeClient:
-        """A client for a judge profile (see :mod:`recjudge_utils.judge.profiles`)."""
-        from recjudge_utils.judge.profiles import load_profile
-
-        return load_profile(profile).client(**overrides)
 
     # ------------------------------------------------------------------ identity
     @property

@@ -28,13 +28,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import yaml
 
 from recjudge_utils.judge.backends import backend_names
 from recjudge_utils.paths import project_root
+
+if TYPE_CHECKING:  # the client imports the backends, which the profiles only name: import it where it is built
+    from recjudge_utils.judge.client import JudgeClient
 
 __all__ = ["JudgeProfile", "ProfileError", "load_profile", "open_judge", "profile_dir"]
 
@@ -131,7 +134,7 @@ class JudgeProfile:
             opts.update(self.options)
         return opts
 
-    def client(self, offline: bool = False, **overrides: Any) -> Any:
+    def client(self, offline: bool = False, **overrides: Any) -> JudgeClient:
         """A :class:`~recjudge_utils.judge.client.JudgeClient` for this profile (``offline``: cache only)."""
         from recjudge_utils.judge.backends import create_backend
         from recjudge_utils.judge.client import JudgeClient
@@ -235,7 +238,7 @@ def load_profile(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = No
     return _from_mapping({**profile.to_dict(), **overrides}, profile.source) if overrides else profile
 
 
-def open_judge(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = None, **client_options: Any) -> Any:
+def open_judge(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = None, **client_options: Any) -> JudgeClient:
     """Load a profile, check it, and open its client (``client_options``: run_name, progress, ...).
 
     The book runner's modes reach the notebooks through the environment: ``RECJUDGE_PLAN`` (``--plan``: record every
