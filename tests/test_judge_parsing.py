@@ -1,6 +1,29 @@
+import contextlib
+import gc
+import math
+import re
+import time
+from collections.abc import Callable
+
 import pytest
 
-from recjudge_utils.judge.parsing import ParseError, extract_label, json_field_parser, parse_json_object
+from recjudge_utils.judge.parsing import (
+    ParseError,
+    _json_to_python_literals,
+    extract_label,
+    fence_spans,
+    json_field_parser,
+    parse_json_object,
+)
+from recjudge_utils.protocols.answers.arena_verdicts import (
+    canonical_verdict,
+    make_pairwise_parser,
+    parse_absolute,
+    parse_pairwise,
+)
+from recjudge_utils.protocols.answers.json_levels import levels_parser
+from recjudge_utils.protocols.answers.saer_fields import parse_pairwise as saer_parse_pairwise
+from recjudge_utils.protocols.answers.saer_fields import parse_pointwise
 
 
 @pytest.mark.parametrize(
@@ -77,3 +100,190 @@ def test_json_field_parser():
         parse('{"rating": 5}')
     with pytest.raises(ParseError, match="not one of"):
         parse('{"score": 9}')
+
+
+# ------------------------------------------------------------------ exact language of the one-pass helpers
+def test_balanced_object_scan_restarts_with_fresh_quotes_inside_an_unbalanced_one():
+    # from the first "{" the quotes pair up so that it never closes; the scan from the next "{" sees {"b": 1}
+    assert parse_json_object('{"a": "x} {"b": 1}') == {"b": 1}
+    assert parse_json_object("It's {'a': 1} and {\"b\": 2}") == {"a": 1}
+    assert parse_json_object('{ don\'t {"score": 3}') == {"score": 3}
+    assert parse_json_object('{"a": "\\"}", "b": {"c": 1}} tail') == {"a": '"}', "b": {"c": 1}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "```",
+        "``````",
+        "```json\n{}```",
+        "```json {}``` and ```\n{}\n```",
+        "````\n{}\n````",
+        "```py\t \n\n{}```",
+        "```abc",
+        "``` ``` ```",
+        "```x``",
+        "a```b```c```d",
+    ],
+)
+def test_fence_spans_are_the_fence_regex_matches(text):
+    regex = re.compile(r"```[a-zA-Z0-9_+-]*[ \t]*\n?(.*?)```", re.DOTALL)
+    expected = [(m.start(), m.end(), m.start(1), m.end(1)) for m in regex.finditer(text)]
+    assert [tuple(span) for span in fence_spans(text)] == expected
+
+
+def test_json_literals_are_converted_outside_strings_only():
+    assert _json_to_python_literals("{'a': true, 'b': 'null', \"c\": \"x\\\" false\", d: null}") == (
+        "{'a': True, 'b': 'null', \"c\": \"x\\\" false\", d: None}"
+    )
+    assert _json_to_python_literals("trueish nulls xfalse _true 'unclosed true") == (
+        "trueish nulls xfalse _True 'unclosed true"
+    )
+
+
+# --------------------------------------------------------------------------- hostile answers: no crash
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 80000,
+        "{" * 80000,
+        '{"a":' * 16000 + "1" + "}" * 16000,
+        "-" * 80000 + "1",
+        '{"score": 1' + "0" * 5000 + "}",
+    ],
+    ids=["brackets", "braces", "deep_object", "unary_minus", "long_integer"],
+)
+def test_deep_or_huge_answers_are_parse_errors_not_crashes(text):
+    with pytest.raises(ParseError):
+        parse_json_object(text)
+    with pytest.raises(ParseError):
+        parse_pairwise(text, ("accuracy",))
+    with pytest.raises(ParseError):
+        parse_absolute(text)
+
+
+def test_strict_parsers_turn_decoder_limits_into_parse_errors():
+    with pytest.raises(ParseError, match="nested too deeply"):
+        parse_absolute('{"score": ' + '{"a":' * 5000 + "1" + "}" * 5001)
+    with pytest.raises(ParseError, match="outside"):
+        parse_absolute('{"score": 1' + "0" * 400 + "}")  # an int beyond float range is not a crash either
+    with pytest.raises(ParseError, match="outside"):
+        parse_pointwise("REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: " + "1" * 5000)
+
+
+def test_rewritten_regexes_keep_their_language():
+    assert canonical_verdict(" a \t wins . ") == "A wins"
+    assert canonical_verdict("TIE!") == "Tie"
+    for bad in ("tie x", "tie..", "tie . .", "b wins!?"):
+        with pytest.raises(ParseError):
+            canonical_verdict(bad)
+    head = "REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: "
+    assert parse_pointwise(head + "item  #3 (The (Title), #7").flagged == (3, 7)
+    assert parse_pointwise(head + "#3 (a), **[4]**, item 5 and 6").flagged == (3, 4, 5, 6)
+    with pytest.raises(ParseError, match="not an item number"):
+        parse_pointwise(head + "* #3")
+    with pytest.raises(ParseError, match="twice"):
+        parse_pointwise("REASONING: x\nCATEGORY: Good  Match*\nCATEGORY: good match.\nCATEGORY: Poor Match")
+
+
+# ------------------------------------------------------------------------ hostile answers: linear time
+# The hostile inputs of benchmarks/bench_parsers.py (n characters each), per parser.
+def _fill(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+_FLAGGED = "REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: "
+_COMMON_HOSTILE: dict[str, Callable[[int], str]] = {
+    "unbalanced_braces": lambda n: "{" * n,
+    "nested_keys": lambda n: _fill('{"a":', n),
+    "deep_nesting": lambda n: '{"a":' * (n // 6) + "1" + "}" * (n // 6),
+    "quotes": lambda n: _fill('{"', n),
+    "mixed_quotes": lambda n: _fill("{\"'\\{'", n),
+    "unclosed_fence": lambda n: "```" + "a" * (n - 3),
+    "many_fences": lambda n: _fill("```json\n{", n),
+    "literals": lambda n: "{" + _fill("true, null, ", n - 1),
+    "prose": lambda n: _fill("I don't think {it's} a \"good\" fit for 'them'; ", n),
+}
+_HOSTILE: dict[str, dict[str, Callable[[int], str]]] = {
+    "parse_json_object": _COMMON_HOSTILE,
+    # parse_levels is parse_json_object plus a constant-time check: a few inputs suffice
+    "levels": {k: _COMMON_HOSTILE[k] for k in ("unbalanced_braces", "unclosed_fence", "prose")},
+    "arena_pairwise": {
+        **_COMMON_HOSTILE,
+        "verdict_blanks": lambda n: '{"accuracy": "tie' + " " * n + 'x", "overall": "Tie"}',
+    },
+    "arena_absolute": {**_COMMON_HOSTILE, "long_number": lambda n: '{"score": "0.' + "1" * n + '"}'},
+    "saer_pointwise": {
+        **_COMMON_HOSTILE,
+        "flagged_parens": lambda n: _FLAGGED + "(" * n,
+        "flagged_item_blanks": lambda n: _FLAGGED + "item" + " " * n + "x",
+        "repeated_field": lambda n: (
+            "REASONING: x\nCATEGORY: Good" + "*" * (n // 2) + " Match\n" + _fill("CATEGORY: Good Match\n", n // 2)
+        ),
+    },
+    "saer_pairwise": {
+        **_COMMON_HOSTILE,
+        "repeated_field": lambda n: (
+            "REASONING: x\nVERDICT: Set" + "*" * (n // 2) + " 1\n" + _fill("VERDICT: Set 1\n", n // 2)
+        ),
+    },
+    "extract_label": {
+        **_COMMON_HOSTILE,
+        "label_blanks": lambda n: "4" + " " * n + "x",
+        "label_fraction": lambda n: "4" + " " * (n // 2) + "/" + " " * (n // 2) + "x",
+    },
+}
+_PARSERS: dict[str, Callable[[str], object]] = {
+    "parse_json_object": parse_json_object,
+    "levels": levels_parser(("score",)),
+    "arena_pairwise": make_pairwise_parser(("accuracy",)),
+    "arena_absolute": parse_absolute,
+    "saer_pointwise": parse_pointwise,
+    "saer_pairwise": saer_parse_pairwise,
+    "extract_label": lambda value: extract_label(value, ("1", "2", "3", "4", "5")),
+}
+
+
+def _timed(parse: Callable[[str], object], text: str, loops: int) -> float:
+    start = time.perf_counter()
+    for _ in range(loops):
+        with contextlib.suppress(ParseError):
+            parse(text)
+    return time.perf_counter() - start
+
+
+def _ratio_80_to_40(parse: Callable[[str], object], make: Callable[[int], str], repeats: int = 3) -> float:
+    """time(80 KB) / time(40 KB), best of ``repeats`` interleaved timings each (so that a busy machine slows both).
+
+    Fast calls are looped until one timing of the 40 KB input lasts 3 ms, so that timer noise does not matter.
+    """
+    small, large = make(40_000), make(80_000)
+    loops = 1
+    while _timed(parse, small, loops) < 0.003 and loops < 4096:
+        loops *= 2
+    best_small = best_large = math.inf
+    for _ in range(repeats):
+        best_small = min(best_small, _timed(parse, small, loops))
+        best_large = min(best_large, _timed(parse, large, loops))
+    return best_large / best_small
+
+
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")  # ast.literal_eval of "\{"
+@pytest.mark.parametrize("parser", list(_PARSERS))
+def test_parsing_time_is_linear_in_the_answer_length(parser):
+    """Doubling a hostile answer (80 KB vs 40 KB) about doubles the time (a quadratic parser: x4, and minutes)."""
+    parse = _PARSERS[parser]
+    ratios = {}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as timeit does: a collection landing in one timing but not the other is noise
+    try:
+        for name, make in _HOSTILE[parser].items():
+            ratio = _ratio_80_to_40(parse, make)
+            if ratio >= 3:  # measure once more before blaming the parser: the machine is shared
+                ratio = min(ratio, _ratio_80_to_40(parse, make))
+            ratios[name] = round(ratio, 2)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    assert all(r < 3 for r in ratios.values()), ratios

@@ -7,20 +7,20 @@ outside the object, missing or unknown aspects and anything else (``"parties"``,
 
 ``json_list_score``: ``{"analysis": ..., "score": x}`` with ``x`` a number in [0, 1] (Section 4.3).
 
-Every check is a single pass over the answer (regular expressions without nested quantifiers, one JSON decode),
-so parsing time is linear in the answer's length whatever the answer holds.
+Every check is a single pass over the answer (code fences found with ``str.find``, regular expressions that cannot
+backtrack more than a bounded amount, one JSON decode), so parsing time is linear in the answer's length whatever
+the answer holds; JSON nested too deeply for the decoder, or a number too long to convert, is a ParseError.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.judge.parsing import ParseError, fence_spans
 
 __all__ = [
     "ABSOLUTE_SCHEMA",
@@ -73,10 +73,9 @@ ABSOLUTE_SCHEMA = {
 }
 
 
-_FENCE_RE = re.compile(r"```[a-zA-Z0-9_+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-
-
-_VERDICT_VALUE_RE = re.compile(r"^\s*(a\s+wins|b\s+wins|tie)\s*[.!]?\s*$", re.IGNORECASE)
+# the verdict at the start of a value; what may follow it (blanks, one full stop or "!") is checked with str.strip,
+# since ``\s*[.!]?\s*$`` backtracks quadratically over a long run of blanks followed by anything else
+_VERDICT_VALUE_RE = re.compile(r"\s*(a\s+wins|b\s+wins|tie)", re.IGNORECASE)
 
 
 _VERDICT_WORDS_RE = re.compile(r"\b(?:[ab]\s+wins?|ties?|tied)\b", re.IGNORECASE)
@@ -105,24 +104,31 @@ def _single_json_object(text: str | None) -> dict:
     if text is None or not str(text).strip():
         raise ParseError("empty answer")
     body = str(text)
-    fences = _FENCE_RE.findall(body)
+    fences = fence_spans(body)
     if len(fences) > 1:
         raise ParseError("more than one code block")
     if fences:
-        outside_fence = _FENCE_RE.sub(" ", body)
+        fence = fences[0]
+        outside_fence = body[: fence.start] + " " + body[fence.end :]
         if "{" in outside_fence:
             raise ParseError("more than one JSON object")
         if _VERDICT_WORDS_RE.search(outside_fence):
             raise ParseError("verdict words outside the JSON object")
-        body = fences[0]
+        body = body[fence.body_start : fence.body_end]
     start = body.find("{")
     if start < 0:
         raise ParseError("no JSON object in the answer")
     decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
     try:
         obj, end = decoder.raw_decode(body, start)
+    except ParseError:
+        raise  # a duplicate key, from _no_duplicate_keys
     except json.JSONDecodeError as exc:
         raise ParseError(f"invalid or truncated JSON: {exc.msg} at char {exc.pos}") from None
+    except RecursionError:
+        raise ParseError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer longer than int() converts (sys.get_int_max_str_digits)
+        raise ParseError(f"invalid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise ParseError("answer is not a JSON object")
     outside = body[:start] + " " + body[end:]
@@ -140,7 +146,7 @@ def canonical_verdict(value: Any) -> str:
     if not isinstance(value, str):
         raise ParseError(f"verdict {value!r} is not a string")
     m = _VERDICT_VALUE_RE.match(value)
-    if not m:
+    if not m or value[m.end() :].strip() not in ("", ".", "!"):
         raise ParseError(f"verdict {value!r} is not exactly one of {list(VERDICTS)}")
     word = re.sub(r"\s+", " ", m.group(1).lower())
     return {"a wins": "A wins", "b wins": "B wins", "tie": "Tie"}[word]
@@ -213,9 +219,9 @@ def parse_absolute(text: str | None) -> dict[str, Any]:
             score = float(score.strip())
         except ValueError:
             raise ParseError(f"score {score!r} is not a number") from None
-    if not isinstance(score, int | float) or not np.isfinite(score):
+    if not isinstance(score, int | float) or (isinstance(score, float) and not math.isfinite(score)):
         raise ParseError(f"score {score!r} is not a number")
-    if not 0.0 <= float(score) <= 1.0:
+    if not 0 <= score <= 1:  # compared as is: float() of a long integer overflows
         raise ParseError(f"score {score} is outside [0, 1]")
     note = by_key.get("analysis")
     return {"score": float(score), "analysis": note if isinstance(note, str) else None}

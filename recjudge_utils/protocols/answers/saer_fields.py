@@ -5,6 +5,9 @@
 Case, markdown emphasis and a trailing full stop are tolerated; a field given twice with different values,
 a missing field, an item number outside the list or a label outside the set raise :class:`ParseError`.
 A model that goes on to invent another example after its answer (a second ``REASONING:``) is read up to there.
+
+Parsing time is linear in the answer's length whatever the answer holds: no regular expression here can backtrack
+more than a bounded amount per character, and each field value is normalised once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ CATEGORIES: tuple[str, ...] = ("Good Match", "Partial Match", "Poor Match")
 
 
 _FIELD = re.compile(r"^[ \t>*_#-]*(REASONING|CATEGORY|FLAGGED ITEMS|VERDICT)[*_ \t]*:[*_]*[ \t]*(.*)$", re.I | re.M)
+# one flagged item: "3", "#3", "item 3", "**[3]**"; the blanks after "item" are taken possessively (*+) because
+# "item\s*" followed by "\s*" splits a long run of blanks in every way before failing (quadratic)
+_MAX_ITEM_DIGITS = 4300  # CPython's default sys.get_int_max_str_digits()
+_FLAGGED_ITEM = re.compile(r"^[*_\[]*(?:item\s*+)?#?\s*(\d+)\b", re.I)
 
 
 def _fields(text: str) -> dict[str, str]:
@@ -45,15 +52,19 @@ def _fields(text: str) -> dict[str, str]:
     if not matches:
         raise ParseError("no REASONING/CATEGORY/FLAGGED ITEMS/VERDICT field")
     out: dict[str, str] = {}
+    normalised: dict[str, str] = {}  # _norm of out's values, computed once: a long first value repeated many times
     for k, m in enumerate(matches):
         name = m.group(1).upper()
         end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
         value = (m.group(2) + text[m.end() : end]).strip()
         if name == "REASONING" and "REASONING" in out:
             break  # a second answer block begins: ignore it
-        if name in out and _norm(out[name]) != _norm(value):
-            raise ParseError(f"{name} given twice with different values")
-        out.setdefault(name, value)
+        if name in out:
+            if normalised[name] != _norm(value):
+                raise ParseError(f"{name} given twice with different values")
+        else:
+            out[name] = value
+            normalised[name] = _norm(value)
     return out
 
 
@@ -85,6 +96,21 @@ def parse_category(value: str) -> str:
     raise ParseError(f"CATEGORY {first_line!r} is not one of {list(CATEGORIES)}")
 
 
+def _drop_parenthesised(line: str) -> str:
+    """``re.sub(r"\\([^)]*\\)", "", line)`` in one pass.
+
+    The regex is quadratic on many ``(`` without a ``)``: from each one it scans to the end of the line. The first
+    ``(`` without a ``)`` after it ends the search: no later ``(`` has one either.
+    """
+    kept: list[str] = []
+    pos = 0
+    while (start := line.find("(", pos)) != -1 and (close := line.find(")", start)) != -1:
+        kept.append(line[pos:start])
+        pos = close + 1
+    kept.append(line[pos:])
+    return "".join(kept)
+
+
 def parse_flagged(value: str, n_items: int) -> tuple[int, ...]:
     """Item numbers 1..n_items ("3, 7", "#3 (title), #7", "None"); anything else raises ParseError."""
     first_line = value.strip().splitlines()[0] if value.strip() else ""
@@ -94,14 +120,18 @@ def parse_flagged(value: str, n_items: int) -> tuple[int, ...]:
             raise ParseError("FLAGGED ITEMS is empty (expected item numbers or None)")
         return ()
     # drop parenthesised titles, then every comma/semicolon/'and' separated token must start with a number
-    stripped = re.sub(r"\([^)]*\)", "", first_line)
+    stripped = _drop_parenthesised(first_line)
     tokens = [t.strip() for t in re.split(r",|;|\band\b", stripped) if t.strip()]
     numbers = []
     for tok in tokens:
-        m = re.match(r"^[*_\[]*(?:item\s*)?#?\s*(\d+)\b", tok, re.I)
+        m = _FLAGGED_ITEM.match(tok)
         if not m:
             raise ParseError(f"FLAGGED ITEMS entry {tok!r} is not an item number")
-        k = int(m.group(1))
+        digits = m.group(1)
+        if len(digits) > _MAX_ITEM_DIGITS:
+            # int() refuses so many digits (sys.get_int_max_str_digits(), 4300 by default): a ParseError, not a crash
+            raise ParseError(f"FLAGGED ITEMS number of {len(digits)} digits outside 1..{n_items}")
+        k = int(digits)
         if not 1 <= k <= n_items:
             raise ParseError(f"FLAGGED ITEMS number {k} outside 1..{n_items}")
         numbers.append(k)
