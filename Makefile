@@ -11,17 +11,24 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test lint install data clean
+.PHONY: book test test-fast lint install data clean
 
-# The offline book: a run with the simulated judge (notebooks 1-4), then the default run with the embedded
-# model (every notebook, the "Judges compared" chapter reading both runs), built from the default run.
+# The offline book: a run with the simulated judge (notebooks 1-4), a plan of the default run (calls nothing; its
+# manifest then shows plan beside actual), then the default run with the embedded model (every notebook, the
+# "Judges compared" chapter reading both runs), built from the default run.
 book: $(STAMP)
-	$(PY) -m recjudge_utils.book --run sim --judge sim --only 01 02 03 04 --no-build
-	$(PY) -m recjudge_utils.book $(BOOK_ARGS)
+	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 --no-build
+	$(PY) -m recjudge_utils.book plan --run default
+	$(PY) -m recjudge_utils.book run $(BOOK_ARGS)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The contributor's lane while editing: everything but the notebook and whole-book runs and the real model.
+test-fast: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -m "not slow and not llm" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -35,7 +35,7 @@ from recjudge_utils.judge.profiles import load_profile  # noqa: E402
 def timed_replay(archive: Path, runs: Path) -> tuple[float, int]:
     os.environ["RECJUDGE_RUNS_DIR"] = str(runs)
     started = time.perf_counter()
-    code = cli.main(["--replay", str(archive), "--no-build"])
+    code = cli.main(["replay", str(archive), "--no-build"])
     return time.perf_counter() - started, code
 
 

@@ -7,13 +7,23 @@ Environment variables override both: ``RECJUDGE_DATA_DIR`` and ``RECJUDGE_RUNS_D
 Inside ``runs/``: ``cache.sqlite`` (every judge answer, shared by all runs), ``artifacts/`` (trained recommenders'
 outputs, shared by all runs), and one folder per named run (``runs/<run>/``: executed notebooks, manifest, and
 one sub-folder per notebook with its judgment log and ``results.json``). The book runner sets
-``RECJUDGE_RUN_DIR`` for the notebooks it executes; without it they write to ``runs/default/``.
+``RECJUDGE_RUN_DIR`` for the notebooks it executes; a notebook executed any other way (papermill, JupyterLab,
+nbclient) writes to a run of its own, ``runs/<run_name>/`` or ``runs/adhoc-<judge>-<UTC time>/``
+(:func:`ensure_run_dir`), never into the book's ``runs/default/``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from recjudge_utils import __version__
 
 
 def project_root() -> Path | None:
@@ -45,13 +55,153 @@ def runs_dir() -> Path:
 
 
 DEFAULT_RUN = "default"
+#: the environment variable naming the run folder of this process (set by the book runner for its notebooks)
+RUN_DIR_ENV = "RECJUDGE_RUN_DIR"
+MANIFEST_FILE = "manifest.json"
+ADHOC_PREFIX = "adhoc"
+#: run names that are not runs: the trained recommenders shared by every run
+RESERVED_RUN_NAMES = ("artifacts",)
+
+# The run folder this process chose for itself (not the runner's), with the runs root it was made under: a
+# later call in the same kernel reuses it, and a changed root (``RECJUDGE_RUNS_DIR``) makes a new one.
+_adhoc: dict[str, str] = {}
+
+
+def check_run_name(name: str) -> str:
+    """``name`` when it is a plain folder name under ``runs/``; ValueError otherwise."""
+    if not name or "/" in name or "\\" in name or name.startswith(".") or name in RESERVED_RUN_NAMES:
+        raise ValueError(f"run name {name!r}: use a plain folder name (not {', '.join(RESERVED_RUN_NAMES)})")
+    return name
+
+
+def _folder_name(text: str) -> str:
+    """``text`` as a piece of a folder name: letters, digits, ``.``, ``_`` and ``-``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "judge"
+
+
+def _git_commit(root: Path | None) -> str:
+    """The checkout's commit read from ``.git`` (no subprocess: a notebook opens its judge often); else unknown."""
+    git = root / ".git" if root else None
+    try:
+        if git is None or not git.is_dir():
+            return "unknown"
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref: "):
+            return head
+        ref = head.removeprefix("ref: ")
+        if (git / ref).is_file():
+            return (git / ref).read_text(encoding="utf-8").strip()
+        for line in (git / "packed-refs").read_text(encoding="utf-8").splitlines():
+            if line.endswith(f" {ref}"):
+                return line.split(" ", 1)[0]
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _same_judge(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(key) == b.get(key) for key in ("name", "backend", "model", "base_url"))
+
+
+def _judge_fits(folder: Path, judge: Mapping[str, Any]) -> bool:
+    """Whether the run in ``folder`` has no judge yet or has ``judge``."""
+    path = folder / MANIFEST_FILE
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("judge") if path.is_file() else None
+    return not recorded or _same_judge(recorded, judge)
+
+
+def _make_adhoc_folder(root: Path, judge: Mapping[str, Any] | None) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    parts = [ADHOC_PREFIX, *([_folder_name(str(judge["name"]))] if judge and judge.get("name") else []), stamp]
+    base = "-".join(parts)
+    root.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 1000):  # two kernels started in the same second get folders of their own
+        folder = root / (base if k == 1 else f"{base}-{k}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free ad-hoc run folder named {base}-N under {root}")
+
+
+def _update_manifest(folder: Path, judge: Mapping[str, Any] | None, notebook: str | None, created: bool) -> None:
+    path = folder / MANIFEST_FILE
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if manifest and not manifest.get("adhoc"):
+        # the runner's manifest lists what it executed; a notebook run beside it would make it lie
+        raise ValueError(
+            f"{folder} is a run of the book runner (python -m recjudge_utils.book); a notebook run outside the "
+            f"runner writes to a run of its own: pass another run_name"
+        )
+    if judge and not _judge_fits(folder, judge):
+        raise ValueError(
+            f"{folder} holds a run of judge {manifest['judge'].get('name')!r}, not {judge.get('name')!r}: "
+            f"one run, one judge (chapter 6 names a run's judge from its manifest); pass another run_name"
+        )
+    if not manifest:
+        manifest = {
+            "run": folder.name,
+            "adhoc": True,
+            "judge": None,
+            "notebooks": [],
+            "package_version": __version__,
+            "git_commit": _git_commit(project_root()),
+            "python": platform.python_version(),
+            "started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    changed = created or not path.is_file()
+    if judge and not manifest.get("judge"):
+        manifest["judge"], changed = dict(judge), True
+    if notebook and notebook not in manifest["notebooks"]:
+        manifest["notebooks"].append(notebook)
+        changed = True
+    if changed:
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+        tmp.replace(path)  # a reader (chapter 6) never sees half a manifest
+
+
+def ensure_run_dir(run: str | None = None, judge: Mapping[str, Any] | None = None, notebook: str | None = None) -> Path:
+    """The run folder of this process: the book runner's (``RECJUDGE_RUN_DIR``), else ``runs/<run>/`` or a new
+    ``runs/adhoc-<judge>-<UTC time>/``, created with a ``manifest.json`` and remembered in ``RECJUDGE_RUN_DIR``.
+
+    A notebook executed outside the runner (papermill, JupyterLab, nbclient) thus never writes into the book's
+    own run (``runs/default/``) and its manifest names its judge. Raises ValueError for a bad run name, for the
+    book's own run or another run of the runner, and for a run folder made with another judge.
+    """
+    env = os.environ.get(RUN_DIR_ENV)
+    if env and _adhoc.get("folder") != env:
+        return Path(env)  # the book runner's folder (or one the user exported): the runner owns its manifest
+    root = runs_dir()
+    # a folder this process chose earlier is reused, unless the runs root changed since (a new RECJUDGE_RUNS_DIR)
+    ours = Path(env) if env and _adhoc.get("root") == str(root) else None
+    if run is not None:
+        if check_run_name(run) == DEFAULT_RUN:
+            raise ValueError(
+                f"run name {DEFAULT_RUN!r} is the book's own run, written by the book runner only "
+                "(python -m recjudge_utils.book run); pass another run_name"
+            )
+        folder, created = root / run, not (root / run).exists()
+        folder.mkdir(parents=True, exist_ok=True)
+    elif ours is not None and (judge is None or _judge_fits(ours, judge)):
+        folder, created = ours, False
+    else:  # no folder yet, or this kernel's ad-hoc folder belongs to another judge: ad-hoc runs are per judge
+        folder, created = _make_adhoc_folder(root, judge), True
+    _update_manifest(folder, judge, notebook, created)
+    if str(folder) != env:
+        os.environ[RUN_DIR_ENV] = str(folder)
+        _adhoc.update(folder=str(folder), root=str(root))
+        repo = project_root()
+        shown = f"runs/{folder.name}" if repo is not None and root == repo / "runs" else str(folder)
+        print(f"not run by the book runner: writing to {shown}/ (pass run_name to choose the folder)", flush=True)
+    return folder
 
 
 def current_run_dir() -> Path:
-    """The folder of the run being executed (``RECJUDGE_RUN_DIR``, set by the book runner), else ``runs/default``."""
-    if env := os.environ.get("RECJUDGE_RUN_DIR"):
-        return Path(env)
-    return runs_dir() / DEFAULT_RUN
+    """The folder of the run being executed: ``RECJUDGE_RUN_DIR`` (set by the book runner), else this process's own
+    run (:func:`ensure_run_dir`: ``runs/adhoc-<UTC time>/``), never the book's ``runs/default/``."""
+    return ensure_run_dir()
 
 
 def artifacts_dir() -> Path:

@@ -99,6 +99,7 @@ def isolated_runs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """Every test gets its own runs folder (cache, logs, artifacts): nothing leaks between tests or into runs/."""
     runs = tmp_path_factory.mktemp("runs")
     monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(runs))
+    monkeypatch.delenv("RECJUDGE_RUN_DIR", raising=False)  # an ad-hoc run chosen by an earlier test is not this one's
     return runs
 
 

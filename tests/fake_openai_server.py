@@ -21,7 +21,8 @@ A :class:`Reply` can also be an error (``status=429/500/401``, ``headers={"Retry
 answer (``delay`` seconds before responding), carry ``label_probs`` (the distribution put into
 ``top_logprobs`` at the first label token when the request asks for logprobs), or a custom ``finish_reason``.
 ``latency`` adds a fixed delay to every chat answer. ``reject_json_schema=True`` answers 400 to
-``response_format.type == "json_schema"`` like llama.cpp does.
+``response_format.type == "json_schema"`` like llama.cpp does. ``provider`` (:mod:`fake_providers`) plays a provider:
+its paths, model list, rejected parameters with its error texts, hidden reasoning tokens, headers and query.
 
 Batch endpoints: ``POST /v1/files`` (multipart upload), ``GET /v1/files/{id}/content``,
 ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch turns
@@ -44,6 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from fake_providers import Provider
 
 __all__ = ["FakeOpenAIServer", "Reply"]
 
@@ -76,14 +80,17 @@ class FakeOpenAIServer:
         reject_json_schema: bool = False,
         batch_polls: int = 2,
         model: str = "fake-model",
+        provider: Provider | None = None,
     ) -> None:
         self.script = script
         self.latency = latency
         self.default = default
         self.reject_json_schema = reject_json_schema
         self.batch_polls = batch_polls
-        self.model = model
+        self.provider = provider or Provider("plain", models=(model,))
+        self.model = model if provider is None or not provider.models else provider.models[0]
         self.requests: list[dict] = []
+        self.refused: list[tuple[int, dict]] = []  # (status, body) of every request the provider refused
         self.batch_lines: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
@@ -106,7 +113,7 @@ class FakeOpenAIServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}{self.provider.path_prefix}"
 
     def start(self) -> FakeOpenAIServer:
         server = self
@@ -191,8 +198,15 @@ class FakeOpenAIServer:
             out.append({"token": tok, "logprob": lp, "bytes": None, "top_logprobs": tops[: max(top, 1)]})
         return out
 
-    def answer_chat(self, body: dict) -> tuple[int, dict[str, str], Any, float]:
+    def answer_chat(
+        self, body: dict, query: dict[str, str] | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], Any, float]:
         """(status, headers, json-or-text body, delay) for one chat request."""
+        refusal = self.provider.refuse(body, query or {}, headers or {}) if query is not None else None
+        if refusal is not None:
+            with self._lock:
+                self.refused.append((refusal[0], body))
+            return refusal[0], {}, refusal[1], 0.0
         n = next(self._counter)
         rf = body.get("response_format") or {}
         if self.reject_json_schema and rf.get("type") == "json_schema":
@@ -204,7 +218,9 @@ class FakeOpenAIServer:
         if reply.status != 200:
             msg = reply.error_message or f"scripted error {reply.status}"
             return reply.status, reply.headers, _error(msg, "server_error"), delay
-        return 200, reply.headers, self._completion(body, reply), delay
+        completion = self._completion(body, reply)
+        answer_tokens = len(_tokens(reply.content)) if reply.content else 0
+        return 200, reply.headers, self.provider.shape(completion, body, answer_tokens), delay
 
     # ----------------------------------------------------------------- batches
     def _finish_batch(self, batch: dict) -> None:
@@ -309,8 +325,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._record()
         path = self.path.split("?")[0]
-        if path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model", "owned_by": "x"}]})
+        provider = self.fake.provider
+        if path.rstrip("/") == provider.models_path():
+            if provider.models is None:
+                self._send(404, _error("Resource not found", "not_found"))
+                return
+            data = [{"id": m, "object": "model", "owned_by": "x", "created": 0} for m in provider.models]
+            self._send(200, {"object": "list", "data": data})
             return
         m = re.fullmatch(r"/v1/files/([\w-]+)/content", path)
         if m and m.group(1) in self.fake.files:
@@ -330,14 +351,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._record()
         path = self.path.split("?")[0]
         raw = self._body()
-        if path == "/v1/chat/completions":
+        if path == self.fake.provider.chat_path():
             body = json.loads(raw or b"{}")
+            query = dict(parse_qsl(urlsplit(self.path).query))
+            request_headers = {k.lower(): v for k, v in self.headers.items()}
             with self.fake._lock:
                 self.fake.requests.append(body)
                 self.fake.in_flight += 1
                 self.fake.max_in_flight = max(self.fake.max_in_flight, self.fake.in_flight)
             try:
-                status, headers, payload, delay = self.fake.answer_chat(body)
+                status, headers, payload, delay = self.fake.answer_chat(body, query, request_headers)
                 if delay:
                     time.sleep(delay)
             finally:

@@ -87,10 +87,14 @@ def test_unknown_or_secret_parameter_is_an_error(project: Path, isolated_runs: P
             return book.plan(gpt_x(), parameters=parameters, root=project)
         return book.run(gpt_x(), parameters=parameters, build=False, root=project)
 
-    with pytest.raises(SystemExit, match="n_usres"):
+    with pytest.raises(ValueError, match=r"'n_usres' \(did you mean 'n_users'\?\)"):
         execute({"n_usres": 7})
-    with pytest.raises(SystemExit, match="never a parameter"):
+    with pytest.raises(ValueError, match="never a parameter"):
         execute({"OPENAI_API_KEY": "sk-secret"})
+    with pytest.raises(ValueError, match="use --judge PROFILE"):
+        execute({"judge": "gpt-4o-mini"})  # the manifest records the run's profile: -p cannot replace it
+    with pytest.raises(ValueError, match="use --run NAME"):
+        execute({"run_name": "elsewhere"})
     assert not (isolated_runs / "default").exists()  # refused before any folder was made or notebook ran
 
 
@@ -112,9 +116,9 @@ def test_failing_notebook_names_itself_and_its_cell(project: Path, isolated_runs
     assert bad["failed_cell"] is not None
 
 
-def test_api_key_cannot_be_a_parameter() -> None:
-    with pytest.raises(SystemExit):
-        cli.main(["-p", "api_key", "sk-secret"])
+def test_api_key_cannot_be_a_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["-p", "api_key", "sk-secret"]) == 2
+    assert "never a parameter" in capsys.readouterr().err
 
 
 def test_model_and_base_url_are_shortcuts_for_a_profile() -> None:
@@ -160,7 +164,7 @@ def test_committed_notebooks_are_clean() -> None:
 def run_cli_with_profile(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, Path]:
     path = tmp_path / "judge.yaml"
     path.write_text(text)
-    code = cli.main(["--judge", str(path), "--run", "bad", "--no-build"])
+    code = cli.main(["run", "--judge", str(path), "--run", "bad", "--no-build"])
     return code, capsys.readouterr().err, path
 
 
@@ -218,3 +222,192 @@ def test_profile_naming_a_model_the_endpoint_does_not_list_fails_before_running(
     assert "served-model" in err
     assert asked == ["GET /v1/models"]  # the preflight only: no chat call, no notebook
     assert not (isolated_runs / "bad").exists()
+
+
+# -- the manifest names the run's judge from the start ---------------------------------------------------------
+def test_the_manifest_is_written_before_the_first_notebook(project: Path, isolated_runs: Path) -> None:
+    write_notebook(
+        project / "notebooks" / "00_reads_manifest.ipynb",
+        "seed = 0",
+        [
+            "import json, os, pathlib\n"
+            "m = json.loads((pathlib.Path(os.environ['RECJUDGE_RUN_DIR']) / 'manifest.json').read_text())\n"
+            "print('SEEN', m['status'], m['judge']['name'], m['scale'], [n['status'] for n in m['notebooks']])"
+        ],
+    )
+    (isolated_runs / "first").mkdir()
+    stale_plan = {"judge": {"name": "embedded", "model": "local"}, "scale": "demo", "notebooks": []}
+    (isolated_runs / "first" / "plan.json").write_text(json.dumps(stale_plan))
+    manifest = book.run(gpt_x(), "first", build=False, root=project)
+    nb = nbformat.read(isolated_runs / "first" / "executed" / "00_reads_manifest.ipynb", as_version=4)
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "SEEN running gpt-x demo ['pending', 'pending']" in outputs
+    saved = json.loads((isolated_runs / "first" / "manifest.json").read_text())
+    assert saved["status"] == "ok" == manifest.status
+    assert [n["status"] for n in saved["notebooks"]] == ["ok", "ok"]
+    assert saved["plan"] is None  # a plan of another judge is not shown beside this run's usage
+
+
+# -- the command line: subcommands -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "pointer"),
+    [
+        (["--plan", "--run", "gpt"], "python -m recjudge_utils.book plan"),
+        (["--export", "gpt"], "python -m recjudge_utils.book export RUN"),
+        (["--replay=runs/x.recjudge.jsonl.gz"], "python -m recjudge_utils.book replay ARCHIVE"),
+        (["--run", "gpt", "--build-only"], "python -m recjudge_utils.book build"),
+    ],
+)
+def test_old_flags_point_to_their_subcommand(argv: list[str], pointer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "is now a subcommand" in err and pointer in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "gpt", "--judge", "sim"],  # export takes a run, nothing else
+        ["build", "--run", "gpt", "--scale", "paper"],
+        ["plan", "--no-build"],
+        ["list", "--run", "gpt"],
+        ["run", "--scale", "huge"],
+    ],
+)
+def test_a_subcommand_refuses_options_it_does_not_use(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2 and "error:" in capsys.readouterr().err
+
+
+def test_judge_and_model_shortcuts_are_exclusive(isolated_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--judge", "sim", "--model", "gpt-4o-mini", "--no-build"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not (isolated_runs / "default").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "pointer"), [("judge", "use --judge PROFILE"), ("run_name", "use --run NAME"), ("API_KEY", "never")]
+)
+def test_parameters_the_runner_sets_are_refused(
+    name: str, pointer: str, isolated_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "-p", name, "x", "--no-build"]) == 2
+    assert pointer in capsys.readouterr().err
+    assert not (isolated_runs / "default").exists()
+
+
+def test_unknown_parameter_is_answered_with_the_closest_declared_ones(
+    isolated_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", "--only", "03", "-p", "n_usres", "5", "--no-build"]) == 2
+    err = capsys.readouterr().err
+    assert "error: parameter 'n_usres' (did you mean 'n_users'?) is declared by none of 03_recsys_arena.ipynb" in err
+    assert not (isolated_runs / "default").exists()  # before the profile check and any notebook
+
+
+def test_plan_needs_no_api_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("RECJUDGE_TEST_KEY", raising=False)
+    profile = tmp_path / "remote.yaml"
+    profile.write_text("name: remote\nmodel: m\nbase_url: https://api.example.com/v1\napi_key_env: RECJUDGE_TEST_KEY\n")
+    asked: dict[str, object] = {}
+
+    def fake_plan(profile: object, run_name: str, parameters: dict[str, object], *args: object) -> dict[str, object]:
+        asked.update(profile=profile, run=run_name, parameters=parameters)
+        return {
+            "judge": {"name": "remote", "model": "m"},
+            "scale": "demo",
+            "latency_s": 1.0,
+            "latency_source": "profile",
+            "prices_per_million": [0.1, 0.2],
+            "notebooks": [{"notebook": "03_recsys_arena", "calls": 3}],
+        }
+
+    monkeypatch.setattr(cli, "plan", fake_plan)
+    assert cli.main(["plan", "--run", "p", "--judge", str(profile), "--only", "03", "-p", "n_users", "4"]) == 0
+    assert asked["run"] == "p" and asked["parameters"] == {"n_users": 4}
+    assert "plan for judge remote (m)" in capsys.readouterr().out
+
+
+def test_list_shows_judges_and_each_notebooks_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    gpt = next(line for line in lines if line.split()[:1] == ["gpt-4o-mini"])
+    assert "openai" in gpt and "https://api.openai.com/v1" in gpt and "$OPENAI_API_KEY" in gpt
+    arena = lines.index("03_recsys_arena")
+    n_users = next(line for line in lines[arena:] if line.split()[:1] == ["n_users"])
+    assert n_users.split()[1:3] == ["2", "0"]  # default, then the paper-scale value, then its section
+    assert "RecSys Arena, Sec. 3.2" in n_users
+    assert any(line.split()[:3] == ["recommenders", "['fm',", "'minilm-content',"] for line in lines[arena:])
+
+
+def test_paper_parameter_files_are_generated_from_paper_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from recjudge_utils.book.scales import PAPER_SCALE, PARAMS_DIR, paper_parameter_files
+    from recjudge_utils.paths import project_root
+
+    root = project_root()
+    if root is None:
+        pytest.skip("needs a checkout")
+    notebooks = sorted(p.name for p in (root / "notebooks").glob("*.ipynb"))
+    wanted = paper_parameter_files(notebooks)
+    committed = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / PARAMS_DIR).glob("*.yaml"))}
+    assert committed == wanted, f"run: python -m recjudge_utils.book params (then commit {PARAMS_DIR})"
+    for name, text in committed.items():
+        expected = {v.parameter: v.value for v in PAPER_SCALE if name.startswith(v.notebook)}
+        assert yaml.safe_load(text) == expected
+        assert "Generated from PAPER_SCALE" in text and "python -m recjudge_utils.book params" in text
+    assert {name[:2] for name in committed} == {v.notebook for v in PAPER_SCALE}
+    assert cli.main(["params", "--check"]) == 0
+    assert "agree with PAPER_SCALE" in capsys.readouterr().out
+
+
+def test_params_check_fails_on_a_hand_edited_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from recjudge_utils.book.scales import PARAMS_DIR
+    from recjudge_utils.paths import project_root
+
+    real = project_root()
+    if real is None:
+        pytest.skip("needs a checkout")
+    shutil.copytree(real / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("params"))
+    monkeypatch.setattr(cli, "project_root", lambda: tmp_path)
+    assert cli.main(["params"]) == 0
+    edited = tmp_path / PARAMS_DIR / "03_recsys_arena.yaml"
+    edited.write_text(edited.read_text().replace("n_users: 0", "n_users: 5"))
+    assert cli.main(["params", "--check"]) == 1
+    assert "03_recsys_arena.yaml" in capsys.readouterr().out
+    assert cli.main(["params"]) == 0 and cli.main(["params", "--check"]) == 0
+
+
+def test_scale_errors_are_exceptions_not_exits() -> None:
+    from recjudge_utils.book.scales import scale_parameters
+
+    with pytest.raises(ValueError, match="unknown scale 'huge'"):
+        scale_parameters("huge", "03_recsys_arena.ipynb")
+    assert scale_parameters("paper", "03_recsys_arena.ipynb")["n_users"] == 0
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        ({"run": "x", "adhoc": True, "judge": {"name": "sim"}, "notebooks": ["03_recsys_arena"]}, "outside the book"),
+        ({"run": "x", "judge": {"name": "sim"}, "status": "running", "notebooks": []}, "still running"),
+    ],
+)
+def test_export_refuses_adhoc_and_running_runs(
+    manifest: dict[str, object], reason: str, isolated_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (isolated_runs / "x").mkdir()
+    (isolated_runs / "x" / "manifest.json").write_text(json.dumps(manifest))
+    assert cli.main(["export", "x"]) == 2
+    assert reason in capsys.readouterr().err
+    assert not list(isolated_runs.glob("*.gz"))

@@ -37,7 +37,7 @@ from recjudge_utils.paths import project_root
 
 ROOT = project_root()
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if ROOT else []
-pytestmark = pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")]
 
 
 def profile_for(server: FakeOpenAIServer, name: str) -> JudgeProfile:
@@ -137,7 +137,7 @@ def test_second_run_reuses_every_answer_and_trains_nothing(world: World) -> None
 
 def test_another_judge_profile_trains_nothing(world: World) -> None:
     assert world.requests_b > 0  # the new judge was asked ...
-    assert world.artifacts["first"]  # ... the plan and the first run stored trained models ...
+    assert world.artifacts["first"]  # ... the first run stored trained models (the plan stores nothing) ...
     assert world.artifacts["other"] == world.artifacts["first"]  # ... and no later run trained any
     for name in ("again", "other"):
         assert json.loads((world.runs / name / "manifest.json").read_text())["training_seconds"] == 0.0, name
@@ -158,9 +158,14 @@ def test_plan_matches_actual_calls_of_unchained_notebooks(world: World) -> None:
     actual = {r["notebook"]: r for r in manifest["actual"]["notebooks"]}
     # the manifest shows the plan beside the actual usage
     pd.testing.assert_frame_equal(pd.DataFrame(manifest["plan"]["notebooks"]), pd.DataFrame(world.plan["notebooks"]))
-    for nb in ("02_rs_reevaluation", "03_recsys_arena", "04_saer"):
+    for nb in ("03_recsys_arena", "04_saer"):
         assert planned[nb]["estimated_calls"] == 0
         assert planned[nb]["calls"] == actual[nb]["calls"] > 0, nb
+    # the plan came before any recommender was stored: notebook 02 judges each distinct (user, item) pair once, so its
+    # count depends on how much trained lists overlap, and stand-in lists (which never overlap) give about the most
+    reeval = "02_rs_reevaluation"
+    assert planned[reeval]["requests"].startswith("stand-in lists for:")
+    assert planned[reeval]["calls"] >= actual[reeval]["calls"] > 0
     # LtM chains prompts: its later stages are estimates, but every call is counted
     assert planned["01_serendipity_prompt_selection"]["estimated_calls"] > 0
     assert planned["01_serendipity_prompt_selection"]["calls"] == actual["01_serendipity_prompt_selection"]["calls"]
@@ -176,7 +181,7 @@ def test_replay_rebuilds_the_run_with_no_cache_and_no_server(
     notebooks = {a["notebook"] for a in archived if a["type"] == "answer"}
     # the run's judge's answers only: chapter 5's simulated judge recomputes its own offline
     assert notebooks == {nb for nb in NOTEBOOKS if nb[:2] in {"00", "01", "02", "03", "04"}}
-    assert cli.main(["--replay", str(world.archive), "--no-build"]) == 0
+    assert cli.main(["replay", str(world.archive), "--no-build"]) == 0
     assert "every results.json equals the archived one" in capsys.readouterr().out
     assert results_of(isolated_runs / "other") == results_of(world.runs / "other")
     manifest = json.loads((isolated_runs / "other" / "manifest.json").read_text())
@@ -249,7 +254,7 @@ def test_damaged_or_foreign_archive_imports_nothing(
 ) -> None:
     assert world.archive is not None
     bad = damage(world.archive, tmp_path / f"bad{SUFFIX}")
-    assert cli.main(["--replay", str(bad), "--no-build"]) == 2
+    assert cli.main(["replay", str(bad), "--no-build"]) == 2
     err = capsys.readouterr().err
     assert message in err and "nothing imported" in err
     assert cache_rows(isolated_runs) == 0

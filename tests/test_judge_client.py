@@ -79,7 +79,8 @@ def test_parsed_results_in_order_and_cached_rerun_makes_no_calls(make_client, tm
         assert body["model"] == "gpt-4o-mini"
         assert body["response_format"]["type"] == "json_schema"
         assert body["response_format"]["json_schema"]["schema"] == SCHEMA
-        assert body["seed"] == 0 and body["temperature"] == 0.0 and body["max_tokens"] == 32
+        assert body["seed"] == 0 and body["max_tokens"] == 32
+        assert "temperature" not in body  # omitted unless the profile's generation settings (or the request) set it
 
 
 def test_cache_key_covers_answer_changing_fields_but_not_metadata(make_client):
@@ -303,9 +304,11 @@ def test_usage_summary_tokens_and_cost(make_client):
             "api_calls",
             "parsed",
             "unparsed",
+            "budget_spent",
             "errors",
             "prompt_tokens",
             "completion_tokens",
+            "reasoning_tokens",
             "cost_usd",
             "seconds",
         ]

@@ -305,7 +305,7 @@ def test_score_counts_unparsed_and_errors_never_imputes(scripted_judge):
     r = reqs[0]
     assert r.template_id == "serendipity/base" and r.template_version == sj.template_stages("base")[0].version
     assert r.label_options == ("1", "2", "3", "4", "5") and r.label_field == "score"
-    assert r.temperature == 0.0 and r.json_schema["required"] == ["score"]
+    assert r.temperature is None and r.json_schema["required"] == ["score"]  # decoding is the judge profile's
     assert r.metadata["user"] == int(pairs["user"].iloc[0]) and r.metadata["template"] == "base"
 
 

@@ -1,4 +1,5 @@
-"""The "Judges compared" chapter's tables: runs found (the running one included), names, usage, agreement."""
+"""The "Judges compared" chapter's tables: runs found (the running one included), judges named from manifests,
+usage, agreement."""
 
 from __future__ import annotations
 
@@ -14,8 +15,17 @@ from recjudge_utils.reporting.results import USAGE_FILE, result, write_results
 NOTEBOOK = "01_serendipity_prompt_selection"
 
 
-def judged_run(scripted_judge, runs: Path, name: str, model: str, scores: list[int], finished: bool) -> None:
-    """A run folder with one notebook's results.json and usage.json, and (``finished``) a manifest."""
+def judged_run(
+    scripted_judge,
+    runs: Path,
+    name: str,
+    model: str,
+    scores: list[int],
+    finished: bool | None,
+    manifest_judge: str | None = None,
+) -> None:
+    """A run folder with one notebook's results.json and usage.json, and the runner's manifest: the final one
+    (``finished``), the one it writes before the first notebook (False), or none (None)."""
     judge = scripted_judge(lambda request: json.dumps({"score": scores[int(request.metadata["item"])]}), model=model)
     requests = [
         JudgeRequest(({"role": "user", "content": f"item {i}"},), "serendipity/cot", "1", metadata={"item": i})
@@ -25,8 +35,13 @@ def judged_run(scripted_judge, runs: Path, name: str, model: str, scores: list[i
     items = [{"template": "cot", "item": i, "label": r.value} for i, r in enumerate(judged)]
     results = [result("mae", 1.0, 0.5, 1.5, len(scores), "95% percentile bootstrap", template="cot")]
     write_results(NOTEBOOK, "prompt_selection", judge, "toy data", results, {"scores": items}, runs / name / NOTEBOOK)
+    judge_dict = {"name": manifest_judge or model, "backend": "openai", "model": manifest_judge or model}
     if finished:
-        (runs / name / "manifest.json").write_text(json.dumps({"run": name, "judge": {"name": model}, "seconds": 90}))
+        final = {"run": name, "judge": judge_dict, "scale": "paper", "status": "ok", "seconds": 90}
+        (runs / name / "manifest.json").write_text(json.dumps(final))
+    elif finished is False:
+        started = {"run": name, "judge": judge_dict, "scale": "demo", "status": "running", "seconds": 0.0}
+        (runs / name / "manifest.json").write_text(json.dumps(started))
 
 
 def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_runs: Path) -> None:
@@ -39,6 +54,41 @@ def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_
     assert usage.loc["finished", "minutes"] == 1.5
     assert usage.loc["running", "minutes"] == "running"
     assert json.loads((isolated_runs / "running" / NOTEBOOK / USAGE_FILE).read_text())["api_calls"] == 6
+    judges = compare.judges_table(runs).set_index("run")
+    assert judges.loc["running", "profile"] == "judge-b" and judges.loc["running", "status"] == "running"
+    assert judges.loc["running", "scale"] == "demo" and judges.loc["finished", "scale"] == "paper"
+    assert judges.loc["finished", "status"] == "ok"
+
+
+def test_every_judge_is_named_from_its_manifest(scripted_judge, isolated_runs: Path) -> None:
+    judged_run(scripted_judge, isolated_runs, "no-manifest", "judge-a", [1, 2, 3], finished=None)
+    judged_run(scripted_judge, isolated_runs, "adhoc-gpt", "judge-b", [1, 2, 3], finished=None)
+    adhoc = {"run": "adhoc-gpt", "adhoc": True, "judge": {"name": "judge-b", "model": "judge-b"}, "notebooks": []}
+    (isolated_runs / "adhoc-gpt" / "manifest.json").write_text(json.dumps(adhoc))
+    runs = {r.name: r for r in compare.load_runs()}
+    assert runs["no-manifest"].judge == compare.UNKNOWN_JUDGE  # not guessed from whichever results.json comes first
+    table = compare.judges_table(list(runs.values())).set_index("run")
+    assert table.loc["no-manifest", "profile"] == "unknown (no manifest)"
+    assert table.loc["no-manifest", "scale"] == "unknown" and table.loc["no-manifest", "status"] == "no manifest"
+    assert table.loc["adhoc-gpt", "profile"] == "judge-b" and table.loc["adhoc-gpt", "status"] == "adhoc"
+    assert compare.usage_table(list(runs.values())).set_index("run").loc["adhoc-gpt", "minutes"] == "n/a (adhoc)"
+
+
+def test_results_of_another_judge_are_left_out_and_said_so(scripted_judge, isolated_runs: Path) -> None:
+    # the runner's manifest says gpt; the one results.json present was written by judge-a (an older run's)
+    judged_run(scripted_judge, isolated_runs, "mixed", "judge-a", [1, 2, 3], finished=True, manifest_judge="gpt")
+    judged_run(scripted_judge, isolated_runs, "clean", "judge-b", [1, 2, 3], finished=True)
+    runs = compare.load_runs()
+    assert [r.name for r in runs] == ["clean"]  # nothing of "mixed" is its judge's
+    (isolated_runs / "mixed" / "other").mkdir()
+    results = json.loads((isolated_runs / "clean" / NOTEBOOK / "results.json").read_text())
+    results["judge"] = {"name": "gpt", "model_name": "gpt (remote)", "kind": "llm"}
+    (isolated_runs / "mixed" / "other" / "results.json").write_text(json.dumps(results))
+    mixed = next(r for r in compare.load_runs() if r.name == "mixed")
+    assert list(mixed.results) == ["other"] and mixed.foreign == {NOTEBOOK: "judge-a"}
+    assert mixed.judge == "gpt (remote)"
+    row = compare.judges_table([mixed]).iloc[0]
+    assert row["left out (another judge)"] == f"{NOTEBOOK} (judge-a)"
 
 
 def test_judge_names_are_short_and_unique(scripted_judge, isolated_runs: Path) -> None:

@@ -11,8 +11,8 @@
 
 ``import_archive`` checks the checksum (a corrupted or truncated file is refused), refuses an archive from another
 package version unless told to accept it (listing what differs), and imports every answer into the cache in one
-transaction: nothing is half-imported. The book runner's ``--replay`` then reruns the run's notebooks offline and
-compares the results with the archived ones.
+transaction: nothing is half-imported. The book runner's ``replay`` subcommand then reruns the run's notebooks
+offline and compares the results with the archived ones.
 """
 
 from __future__ import annotations

@@ -6,13 +6,17 @@ answer cache (``runs/cache.sqlite``) and the trained recommenders (``runs/artifa
 
 Parameters reach each notebook that declares them: the judge profile as the one ``judge`` parameter, the scale's
 values (:mod:`recjudge_utils.book.scales`), then every ``-p NAME VALUE`` (VALUE read as YAML). A name no notebook
-declares is an error; the API key is never a parameter (the judge client reads it from the environment).
+declares is an error naming the closest declared ones; the API key is never a parameter (the judge client reads it
+from the environment), nor are the judge and the run folder (the run's profile and name, recorded in its manifest).
+Bad input raises ValueError (the command line turns it into exit code 2); a failing notebook raises
+:class:`NotebookFailed`.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import json
 import os
 import platform
@@ -20,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,18 +35,24 @@ import yaml
 
 from recjudge_utils import __version__
 from recjudge_utils.book.scales import scale_parameters
-from recjudge_utils.book.usage import actual_usage, log_offsets, plan_summary
+from recjudge_utils.book.usage import METHOD_FILE, actual_usage, log_offsets, plan_summary, read_jsonl
+from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
 from recjudge_utils.judge.profiles import JudgeProfile
-from recjudge_utils.paths import DEFAULT_RUN, project_root, runs_dir
+from recjudge_utils.paths import DEFAULT_RUN, MANIFEST_FILE, check_run_name, project_root, runs_dir
 from recjudge_utils.recommenders.artifacts import compute_log
+from recjudge_utils.recommenders.plan_standin import FITTED, METHODS_FILE, STAND_IN, STORED
 
 __all__ = [
+    "DeclaredParameter",
     "NotebookFailed",
     "NotebookRun",
     "RunManifest",
     "build_book",
+    "check_parameter_names",
+    "check_selection",
     "declared_parameters",
     "execute_notebook",
+    "parameter_cell",
     "parse_parameter_value",
     "run",
     "run_dir",
@@ -53,6 +63,12 @@ HIDDEN_CELL_TAGS = ("parameters", "injected-parameters")
 PLAN_JSON = "plan.json"
 SECRET_PARAMETERS = {"api_key", "openai_api_key"}
 SECRET_PARAMETER_MESSAGE = "the API key is read from the environment (the profile's api_key_env), never a parameter"
+#: parameters the runner sets itself: a ``-p`` for them would make the manifest lie about the run
+RUNNER_PARAMETERS = {
+    "judge": "-p judge: the judge is the run's profile, recorded in its manifest: use --judge PROFILE "
+    "(or --model/--base-url)",
+    "run_name": "-p run_name: the runner names the run folder: use --run NAME",
+}
 
 
 @dataclass
@@ -82,11 +98,15 @@ class RunManifest:
     started_utc: str
     finished_utc: str = ""
     seconds: float = 0.0
+    #: "running" from the first notebook on (chapter 6 reads it while the run executes), then "ok" or "failed"
+    status: str = "running"
     notebooks: list[NotebookRun] = field(default_factory=list)
     plan: dict[str, Any] | None = None
     actual: dict[str, Any] | None = None
     #: seconds spent training or tuning recommenders in this run (0 when every model was a stored artifact)
     training_seconds: float = 0.0
+    #: what the judge's endpoint rejected and how requests were adapted (``endpoint_adaptations.json`` of the run)
+    endpoint_adaptations: dict[str, Any] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -109,25 +129,52 @@ def parse_parameter_value(text: str) -> Any:
         return text
 
 
-def declared_parameters(notebook: Path) -> set[str]:
-    """Names assigned in the cell tagged ``parameters``.
+@dataclass(frozen=True)
+class DeclaredParameter:
+    """One assignment of a notebook's ``parameters`` cell: its name, its value as written, and that value when it
+    is a literal (``ast.literal_eval``)."""
+
+    name: str
+    source: str
+    value: Any = None
+    literal: bool = False
+    comment: str = ""
+
+
+def parameter_cell(notebook: Path) -> list[DeclaredParameter]:
+    """The assignments of the cell tagged ``parameters``, in order, with their defaults and comments.
 
     Read with ``ast`` rather than papermill's line-by-line inspection, which skips an assignment whose
     comment contains quotes (``judge = "embedded"  # "embedded" = the default``).
     """
     nb = nbformat.read(notebook, as_version=4)
-    names: set[str] = set()
+    found: list[DeclaredParameter] = []
     for cell in nb.cells:
         if cell.cell_type != "code" or "parameters" not in cell.get("metadata", {}).get("tags", []):
             continue
         try:
             tree = ast.parse(cell.source)
         except SyntaxError as exc:
-            raise SystemExit(f"{notebook.name}: the parameters cell is not valid Python ({exc})") from exc
+            raise ValueError(f"{notebook.name}: the parameters cell is not valid Python ({exc})") from exc
+        lines = cell.source.splitlines()
         for node in tree.body:
             targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return names
+            value_node = getattr(node, "value", None)
+            source, value, literal = "", None, False
+            if value_node is not None:
+                source = ast.get_source_segment(cell.source, value_node) or ""
+                with contextlib.suppress(ValueError, TypeError, SyntaxError):  # an expression: shown as written
+                    value, literal = ast.literal_eval(value_node), True
+            tail = lines[node.end_lineno - 1][node.end_col_offset :].strip() if node.end_lineno else ""
+            comment = tail.removeprefix("#").strip() if tail.startswith("#") else ""
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found += [DeclaredParameter(name, source, value, literal, comment) for name in names]
+    return found
+
+
+def declared_parameters(notebook: Path) -> set[str]:
+    """Names assigned in the cell tagged ``parameters``."""
+    return {p.name for p in parameter_cell(notebook)}
 
 
 def git_commit(root: Path) -> str:
@@ -204,18 +251,17 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], log
 
 
 def run_dir(name: str) -> Path:
-    """``runs/<name>/``; a name is a plain folder name."""
-    if not name or "/" in name or name.startswith(".") or name in ("artifacts",):
-        raise SystemExit(f"run name {name!r}: use a plain folder name (not 'artifacts')")
-    return runs_dir() / name
+    """``runs/<name>/``; a name is a plain folder name (ValueError otherwise)."""
+    return runs_dir() / check_run_name(name)
 
 
 def select_notebooks(notebook_dir: Path, only: Sequence[str] | None) -> list[Path]:
+    """The notebooks of ``notebook_dir`` (sorted), or those whose name starts with one of ``only``."""
     notebooks = sorted(notebook_dir.glob("*.ipynb"))
     if only:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(prefix) for prefix in only)]
         if not notebooks:
-            raise SystemExit(f"no notebook in {notebook_dir} starts with any of {list(only)}")
+            raise ValueError(f"no notebook in {notebook_dir} starts with any of {list(only)}")
     return notebooks
 
 
@@ -226,7 +272,7 @@ def manifest_markdown(manifest: RunManifest) -> str:
         "# Run manifest",
         "",
         f"What produced the executed notebooks of run `{manifest.run}`. Rerun it with `make book`, or with",
-        "another judge: `python -m recjudge_utils.book --run NAME --judge judges/PROFILE.yaml [--scale paper]`.",
+        "another judge: `python -m recjudge_utils.book run --run NAME --judge judges/PROFILE.yaml [--scale paper]`.",
         "",
         "| field | value |",
         "| --- | --- |",
@@ -235,6 +281,7 @@ def manifest_markdown(manifest: RunManifest) -> str:
         f"| judge model | `{judge.get('model')}` |",
         f"| endpoint | `{judge.get('base_url') or 'embedded / local'}` |",
         f"| scale | {manifest.scale} |",
+        f"| status | {manifest.status} |",
         f"| recjudge_utils version | {manifest.package_version} |",
         f"| git commit | `{manifest.git_commit}` |",
         f"| Python | {manifest.python} |",
@@ -247,6 +294,22 @@ def manifest_markdown(manifest: RunManifest) -> str:
         "| --- | --- | --- |",
     ]
     lines += [f"| {r.notebook} | {r.status} | {r.seconds:.0f} |" for r in manifest.notebooks]
+    changes = [
+        f"| {endpoint} | `{entry['parameter']}` | {entry['action']} | {entry['message']} |"
+        for endpoint, state in manifest.endpoint_adaptations.items()
+        for entry in state.get("log", [])
+    ]
+    if changes:
+        lines += [
+            "",
+            "## What the judge's endpoint rejected",
+            "",
+            "Each parameter was adapted once for the whole run; the cache keys are those of the requests sent.",
+            "",
+            "| endpoint | parameter | adapted by | the endpoint's answer |",
+            "| --- | --- | --- | --- |",
+            *changes,
+        ]
     lines += ["", *plan_beside_actual(manifest)]
     return "\n".join(lines) + "\n"
 
@@ -262,9 +325,10 @@ def plan_beside_actual(manifest: RunManifest) -> list[str]:
         "",
         "Paid calls exclude cache hits. "
         + (
-            "The plan was made by `--plan` before the run; its completion tokens are estimates."
+            "The plan was made by `python -m recjudge_utils.book plan` before the run; its completion tokens are "
+            "estimates."
             if plan
-            else "Plan a run before paying with `--plan`."
+            else "Plan a run before paying with `python -m recjudge_utils.book plan`."
         ),
         "",
         "| notebook | calls (plan / actual) | prompt tokens (plan / actual) | completion tokens (plan / actual) "
@@ -287,9 +351,18 @@ def plan_beside_actual(manifest: RunManifest) -> list[str]:
 
 
 def write_manifest(folder: Path, manifest: RunManifest) -> None:
+    """``manifest.json`` and its book page ``run_manifest.md``, each replaced whole (chapter 6 may be reading)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "manifest.json").write_text(json.dumps(asdict(manifest), indent=2, default=str) + "\n")
-    (folder / "run_manifest.md").write_text(manifest_markdown(manifest))
+    adaptations = folder / ADAPTATIONS_FILE
+    if adaptations.exists():
+        manifest.endpoint_adaptations = json.loads(adaptations.read_text(encoding="utf-8"))
+    for name, text in (
+        (MANIFEST_FILE, json.dumps(asdict(manifest), indent=2, default=str) + "\n"),
+        ("run_manifest.md", manifest_markdown(manifest)),
+    ):
+        tmp = folder / f"{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(folder / name)
 
 
 def build_book(root: Path, run_name: str = DEFAULT_RUN) -> None:
@@ -301,9 +374,9 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN) -> None:
     wanted = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
     missing = [f for f in wanted if f.startswith("executed/") and not _executed_page(source, f).exists()]
     if missing:
-        raise SystemExit(
+        raise ValueError(
             f"run {run_name!r} has no executed copy of {', '.join(missing)} (run those notebooks into it first, "
-            f"e.g. python -m recjudge_utils.book --run {run_name})"
+            f"e.g. python -m recjudge_utils.book run --run {run_name})"
         )
     target = book_dir / "executed"
     shutil.rmtree(target, ignore_errors=True)
@@ -326,16 +399,49 @@ def _selection(
     """The checkout, the selected notebooks with the parameters each declares, and the checked ``-p`` values."""
     root = root or project_root()
     if root is None:
-        raise SystemExit("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
+        raise ValueError("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
     notebooks = select_notebooks(root / "notebooks", only)
     extra = dict(parameters or {})
-    if SECRET_PARAMETERS & {name.lower() for name in extra}:
-        raise SystemExit(SECRET_PARAMETER_MESSAGE)
+    check_parameter_names(extra)
     declared = {nb: declared_parameters(nb) for nb in notebooks}
-    unknown = set(extra) - set().union(*declared.values())
+    known: set[str] = set().union(*declared.values()) - set(RUNNER_PARAMETERS)
+    unknown = sorted(set(extra) - known)
     if unknown:
-        raise SystemExit(f"parameters {sorted(unknown)} are declared by none of {[nb.name for nb in notebooks]}")
+        raise ValueError(unknown_parameters_message(unknown, known, [nb.name for nb in notebooks]))
     return root, declared, extra
+
+
+def check_selection(
+    only: Sequence[str] | None = None, parameters: Mapping[str, Any] | None = None, root: Path | None = None
+) -> None:
+    """Raise ValueError when ``only`` selects no notebook or a ``-p`` name is refused or declared by none, before
+    a profile is checked or a notebook runs."""
+    _selection(root, only, parameters)
+
+
+def check_parameter_names(names: Iterable[str]) -> None:
+    """Refuse the API key and the parameters the runner sets itself (``judge``, ``run_name``) as ``-p`` names."""
+    names = list(names)
+    if SECRET_PARAMETERS & {name.lower() for name in names}:
+        raise ValueError(SECRET_PARAMETER_MESSAGE)
+    for name in names:
+        if name in RUNNER_PARAMETERS:
+            raise ValueError(RUNNER_PARAMETERS[name])
+
+
+def unknown_parameters_message(unknown: Sequence[str], known: Iterable[str], notebooks: Sequence[str]) -> str:
+    """Which ``-p`` names no selected notebook declares, each with the closest declared names."""
+    known = sorted(known)
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        parts.append(f"{name!r}" + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""))
+    plural = len(parts) > 1
+    return (
+        f"parameter{'s' if plural else ''} {', '.join(parts)} {'are' if plural else 'is'} declared by none of "
+        f"{', '.join(notebooks)}; "
+        "python -m recjudge_utils.book list shows every notebook's parameters"
+    )
 
 
 def _notebook_parameters(
@@ -344,6 +450,16 @@ def _notebook_parameters(
     """The judge profile, then the scale's values, then ``-p``: each only if the notebook declares it."""
     wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, notebook.name), **extra}
     return {name: value for name, value in wanted.items() if name in declared}
+
+
+def _matching_plan(summary: dict[str, Any], profile: JudgeProfile, scale: str) -> dict[str, Any] | None:
+    """The plan in ``runs/<run>/plan.json`` when it was made for this judge and scale; an older plan of another
+    judge or scale would be shown beside the actual usage as if it were this run's."""
+    planned = summary.get("judge") or {}
+    if planned.get("name") != profile.name or planned.get("model") != profile.model or summary.get("scale") != scale:
+        print(f"[run] ignoring {PLAN_JSON}: it plans judge {planned.get('name')!r} at scale {summary.get('scale')!r}")
+        return None
+    return summary
 
 
 def run(
@@ -359,6 +475,8 @@ def run(
 ) -> RunManifest:
     """Execute the notebooks into ``runs/<run_name>/``, write the manifest, build the book from that run.
 
+    The manifest is written before the first notebook (``"status": "running"``, judge, scale, parameters), after
+    each notebook, and at the end with the usage, so the run's judge is named even while it executes.
     ``offline``: the notebooks' judges answer only from the cache (a replay of an imported archive).
 
     Raises:
@@ -380,6 +498,12 @@ def run(
         python=platform.python_version(),
         started_utc=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    plan_path = folder / PLAN_JSON
+    if plan_path.exists():
+        manifest.plan = _matching_plan(json.loads(plan_path.read_text(encoding="utf-8")), profile, scale)
+    params_of = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
+    manifest.notebooks = [NotebookRun(nb.name, str(out_dir / nb.name), params_of[nb]) for nb in notebooks]
+    write_manifest(folder, manifest)  # preliminary: chapter 6 names this run's judge while it executes
     started = time.perf_counter()
     # usage, plan and cost cover the notebooks that judge with the run's profile (declare ``judge``); chapter 5's
     # simulated judge is a teaching tool, not this run's judge, and its calls are not this judge's bill
@@ -391,12 +515,14 @@ def run(
         "RECJUDGE_OFFLINE": "1" if offline else "0",
     }
     with environment(env):
-        for nb in notebooks:
-            params = _notebook_parameters(nb, declared[nb], profile, scale, extra)
+        for i, nb in enumerate(notebooks):
+            params = params_of[nb]
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
             print(f"[{nb.name}] running with {shown}", flush=True)
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)
-            manifest.notebooks.append(result)
+            manifest.notebooks[i] = result
+            manifest.seconds = round(time.perf_counter() - started, 1)
+            write_manifest(folder, manifest)
             where = f" at cell {result.failed_cell}" if result.failed_cell else ""
             print(f"[{nb.name}] {result.status} in {result.seconds:.0f} s{where}", flush=True)
             if result.error:
@@ -408,13 +534,11 @@ def run(
     manifest.finished_utc = datetime.now(UTC).isoformat(timespec="seconds")
     seconds = {Path(r.notebook).stem: r.seconds for r in manifest.notebooks}
     manifest.actual = {"notebooks": actual_usage(folder, offsets, seconds).to_dict("records")}
-    plan_path = folder / PLAN_JSON
-    if plan_path.exists():
-        manifest.plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    failures = [r for r in manifest.notebooks if r.status != "ok"]
+    manifest.status = "failed" if failures else "ok"
     write_manifest(folder, manifest)
     shutil.copy2(folder / "run_manifest.md", out_dir / "run_manifest.md")
 
-    failures = [r for r in manifest.notebooks if r.status != "ok"]
     if failures:
         details = "; ".join(f"{r.notebook} failed at cell {r.failed_cell}: {r.error}" for r in failures)
         raise NotebookFailed(f"{len(failures)} notebook(s) failed: {details} (executed copies in {out_dir})")
@@ -422,6 +546,129 @@ def run(
         build_book(root, run_name)
         print(f"book built: {root / 'book' / '_build' / 'html' / 'index.html'}", flush=True)
     return manifest
+
+
+#: parameters that change no request, set in plan mode to what costs least (bootstrap resamples of the reported CIs)
+PLAN_SHORTCUTS: dict[str, Any] = {"n_boot": 20}
+
+
+#: the hidden first cell of each notebook in a plan kernel: no variable or stand-in stripe carries over, and what is
+#: done for its recommenders is logged under its name
+_PLAN_RESET = """%reset -f
+from recjudge_utils.recommenders.plan_standin import begin_plan_notebook
+begin_plan_notebook({notebook!r})
+del begin_plan_notebook"""
+
+
+class _PlanKernel:
+    """One Jupyter kernel for several notebooks of a plan, each notebook in a fresh namespace (``%reset -f``).
+
+    A kernel per notebook (papermill) costs its start and the notebook's imports (pandas, torch, scipy), about 6 s
+    per notebook on 2 cores: a fifth of a paper-scale plan. Modules stay imported between notebooks; variables do
+    not. A notebook that fails is reported like papermill reports it, and the kernel is restarted for the next.
+    """
+
+    def __init__(self, cwd: Path, log_output: bool) -> None:
+        from jupyter_client.manager import KernelManager
+
+        self.cwd = cwd
+        self.log_output = log_output
+        self.km = KernelManager(kernel_name="python3")
+
+    def __enter__(self) -> _PlanKernel:
+        self.km.start_kernel(cwd=str(self.cwd))  # inherits this process's environment (RECJUDGE_PLAN, ...)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.km.shutdown_kernel(now=True)
+
+    def execute(self, source: Path, output: Path, parameters: dict[str, Any]) -> NotebookRun:
+        """Execute ``source`` with ``parameters`` injected as papermill does; the executed copy goes to ``output``."""
+        from nbclient import NotebookClient
+        from papermill.iorw import load_notebook_node
+        from papermill.parameterize import parameterize_notebook
+
+        result = NotebookRun(notebook=source.name, output=str(output), parameters=parameters)
+        nb = load_notebook_node(str(source))
+        nb = parameterize_notebook(nb, parameters, kernel_name="python3", language="python")
+        nb.cells.insert(0, nbformat.v4.new_code_cell(_PLAN_RESET.format(notebook=source.stem)))
+
+        def show(cell: Any, cell_index: int, execute_reply: Any) -> None:
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream":
+                    print(out.get("text", ""), end="", flush=True)
+
+        hook = show if self.log_output else None
+        client = NotebookClient(nb, km=self.km, kernel_name="python3", on_cell_executed=hook)
+        started = time.perf_counter()
+        try:
+            client.execute(cleanup_kc=False)
+            result.status = "ok"
+        except Exception as exc:  # nbclient's CellExecutionError, or a dead kernel
+            result.status = "failed"
+            outputs = [c.get("outputs", []) for c in nb.cells]
+            errors = [k for k, outs in enumerate(outputs) if any(o.get("output_type") == "error" for o in outs)]
+            result.failed_cell = errors[0] if errors else None  # 1-based once the reset cell is removed
+            result.error = f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}".strip()
+            self.km.restart_kernel(now=True)
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
+        result.seconds = round(time.perf_counter() - started, 1)
+        nb.cells.pop(0)
+        nbformat.write(nb, output)
+        return result
+
+
+def _plan_notebooks(
+    notebooks: Sequence[Path], parameters: Mapping[Path, dict[str, Any]], scratch: Path, log_output: bool
+) -> dict[Path, NotebookRun]:
+    """Execute the notebooks in plan mode in one kernel, one after the other (two kernels side by side were no
+    faster on 2 shared cores); prints each notebook's outcome and how its requests were rendered."""
+    results: dict[Path, NotebookRun] = {}
+    with _PlanKernel(notebooks[0].parent, log_output) as kernel:
+        for nb in notebooks:
+            print(f"[plan {nb.name}] rendering every request, calling nothing, training nothing", flush=True)
+            results[nb] = kernel.execute(nb, scratch / "executed" / nb.name, parameters[nb])
+            how = _plan_method(scratch, nb.stem)["requests"]
+            print(f"[plan {nb.name}] {results[nb].status} in {results[nb].seconds:.0f} s: {how}", flush=True)
+    return results
+
+
+def _plan_method(scratch: Path, notebook: str) -> dict[str, Any]:
+    """How one notebook's plan rendered its requests, from what its kernel logged for its recommenders
+    (:mod:`recjudge_utils.recommenders.plan_standin`); written to its ``plan_method.json``."""
+    entries = read_jsonl(scratch / notebook / METHODS_FILE)
+    by_method: dict[str, list[str]] = {STORED: [], FITTED: [], STAND_IN: []}
+    for e in entries:
+        if "model" in e:
+            by_method.setdefault(e["method"], []).append(e["model"])
+    notes = list(dict.fromkeys(e["note"] for e in entries if "note" in e))
+
+    def names(models: list[str]) -> str:  # "deepfm x3": a model trained under several settings
+        counts = {m: models.count(m) for m in dict.fromkeys(models)}
+        return ", ".join(m if n == 1 else f"{m} x{n}" for m, n in counts.items())
+
+    if by_method[STAND_IN]:
+        requests = f"stand-in lists for: {names(by_method[STAND_IN])}"
+        if notes:
+            requests += " (calls: about the most a run makes)"
+    elif by_method[STORED]:
+        requests = "exact requests (stored recommenders)"
+    elif by_method[FITTED]:
+        requests = "exact requests (recommenders that learn nothing, fitted)"
+    else:
+        requests = "exact requests (no recommenders)"
+    method = {
+        "requests": requests,
+        "stored": names(by_method[STORED]),
+        "fitted_without_training": names(by_method[FITTED]),
+        "stand_ins": names(by_method[STAND_IN]),
+        "notes": notes,
+    }
+    (scratch / notebook).mkdir(parents=True, exist_ok=True)
+    (scratch / notebook / METHOD_FILE).write_text(json.dumps(method, indent=2) + "\n", encoding="utf-8")
+    return method
 
 
 def plan(
@@ -433,8 +680,10 @@ def plan(
     scale: str = "demo",
     log_output: bool = False,
 ) -> dict[str, Any]:
-    """Execute the notebooks in plan mode (every request recorded, none sent; ``runs/<run>/plan/``) and write
-    ``runs/<run>/plan.json``: calls, tokens, cost with and without Batch, and hours, per notebook and in total."""
+    """Execute the notebooks in plan mode (every request recorded, none sent, no recommender trained or stored;
+    ``runs/<run>/plan/``) and write ``runs/<run>/plan.json``: per notebook and in total, how the requests were
+    rendered (stored recommenders or stand-ins), calls, tokens (with the rule used), cost with and without Batch,
+    and hours. Needs no API key."""
     root, declared, extra = _selection(root, only, parameters)
     folder = run_dir(run_name)
     scratch = folder / "plan"
@@ -444,16 +693,15 @@ def plan(
     if skipped:
         print(f"[plan] not planned (they do not use the run's judge): {', '.join(skipped)}", flush=True)
     notebooks = [nb for nb, names in declared.items() if JUDGE_PARAMETER in names]
-    failures = []
-    with environment(
-        {"RECJUDGE_RUN_DIR": str(scratch), "RECJUDGE_PLAN": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    ):
-        for nb in notebooks:
-            params = _notebook_parameters(nb, declared[nb], profile, scale, extra)
-            print(f"[plan {nb.name}] rendering every request, calling nothing", flush=True)
-            result = execute_notebook(nb, scratch / "executed" / nb.name, params, log_output)
-            if result.status != "ok":
-                failures.append(f"{nb.name} failed at cell {result.failed_cell}: {result.error}")
+    params = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
+    for nb in notebooks:
+        params[nb].update({k: v for k, v in PLAN_SHORTCUTS.items() if k in declared[nb]})
+    env = {"RECJUDGE_RUN_DIR": str(scratch), "RECJUDGE_PLAN": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    with environment(env):
+        results = _plan_notebooks(notebooks, params, scratch, log_output) if notebooks else {}
+    methods = {nb.stem: _plan_method(scratch, nb.stem) for nb in notebooks}
+    failed = [results[nb] for nb in notebooks if results[nb].status != "ok"]
+    failures = [f"{r.notebook} failed at cell {r.failed_cell}: {r.error}" for r in failed]
     if failures:
         raise NotebookFailed("the plan could not render every request: " + "; ".join(failures))
     table = plan_summary(scratch, profile, [nb.stem for nb in notebooks])
@@ -464,6 +712,9 @@ def plan(
         "latency_s": table.attrs["latency_s"],
         "latency_source": table.attrs["latency_source"],
         "prices_per_million": list(table.attrs["prices"]),
+        "prompt_token_rule": table.attrs["prompt_token_rule"],
+        "completion_token_rule": table.attrs["completion_token_rule"],
+        "recommenders": methods,
         "notebooks": table.to_dict("records"),
     }
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,17 +1,24 @@
 """The two scales of a run: ``demo`` (each notebook's own defaults: minutes on a laptop, offline) and ``paper``
 (the papers' experiment sizes). One table, each value with the paper section it comes from.
 
-``python -m recjudge_utils.book --scale paper`` passes these values to every notebook that declares them;
+``python -m recjudge_utils.book run --scale paper`` passes these values to every notebook that declares them;
 ``-p NAME VALUE`` still overrides any single one. Datasets are not part of the scale (the papers' datasets must
 be downloaded first; see ``data/README.md``): pass ``-p dataset ml-1m`` for that.
+
+``python -m recjudge_utils.book params`` writes the same values as papermill parameter files, one per notebook
+(``notebooks/params/paper/<notebook>.yaml``), for rerunning one chapter with papermill at paper scale.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
-__all__ = ["PAPER_SCALE", "SCALES", "ScaleValue", "scale_parameters"]
+import yaml
+
+__all__ = ["PAPER_SCALE", "PARAMS_DIR", "SCALES", "ScaleValue", "paper_parameter_files", "scale_parameters"]
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,37 @@ PAPER_SCALE: tuple[ScaleValue, ...] = (
 )
 
 SCALES = ("demo", "paper")
+#: where ``python -m recjudge_utils.book params`` writes the papermill parameter files (relative to the checkout)
+PARAMS_DIR = PurePosixPath("notebooks/params/paper")
+PARAMS_COMMAND = "python -m recjudge_utils.book params"
 
 
 def scale_parameters(scale: str, notebook: str) -> dict[str, Any]:
     """The values of ``scale`` for one notebook (its file name): none for ``demo``."""
     if scale not in SCALES:
-        raise SystemExit(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
+        raise ValueError(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
     if scale == "demo":
         return {}
     return {v.parameter: v.value for v in PAPER_SCALE if notebook.startswith(v.notebook)}
+
+
+def paper_parameter_files(notebooks: Iterable[str]) -> dict[str, str]:
+    """File name -> text of the papermill parameter file (``-f``) of each notebook (file names) with paper-scale
+    values: generated from :data:`PAPER_SCALE`, each value under a comment naming its paper section."""
+    files = {}
+    for notebook in sorted(notebooks):
+        stem = notebook.removesuffix(".ipynb")
+        values = [v for v in PAPER_SCALE if stem.startswith(v.notebook)]
+        if not values:
+            continue
+        lines = [
+            f"# Paper-scale parameters of notebooks/{stem}.ipynb, for papermill:",
+            f"#   papermill notebooks/{stem}.ipynb OUT.ipynb -f {PARAMS_DIR}/{stem}.yaml -p judge PROFILE",
+            f"# Generated from PAPER_SCALE in recjudge_utils/book/scales.py by: {PARAMS_COMMAND}",
+            "# Do not edit: change PAPER_SCALE and rerun the command (a test checks this file equals its output).",
+        ]
+        for v in values:
+            lines.append(f"# {v.source}")
+            lines.append(yaml.safe_dump({v.parameter: v.value}, default_flow_style=False, sort_keys=False).rstrip())
+        files[f"{stem}.yaml"] = "\n".join(lines) + "\n"
+    return files

@@ -20,7 +20,7 @@ call); the Monte Carlo parts then resample the judged items, so repeated samples
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,7 @@ from recjudge_utils.protocols.pairwise import Game, judge_games
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 from recjudge_utils.protocols.saer import load_template, pairwise_request, pointwise_request, set_position
 from recjudge_utils.protocols.truth import heldout_hits, list_label_truth, reevaluation_truth
+from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
 from recjudge_utils.recommenders.training import train_or_load
 from recjudge_utils.splitting.temporal import last_items, positive_interactions, split_last_n
 
@@ -75,11 +76,11 @@ def sim_factory(profile: str | Mapping[str, Any] = "sim", run_name: str = "05_pr
         raise ValueError(
             f"{base.source}: the protocol chapter needs a simulated judge profile, not {base.backend_name!r}"
         )
-    seed = int(base.options.get("seed", 0))
+    seed = int(base.to_dict()["options"].get("seed", 0))
 
     def make(**error_model: float) -> JudgeClient:
         options = {"seed": seed, **error_model}
-        client: JudgeClient = replace(base, options=options).client(run_name=run_name, progress=False)
+        client: JudgeClient = load_profile(base, options=options).client(run_name=run_name, progress=False)
         return client
 
     return make
@@ -337,8 +338,11 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig, e
     visible, future = hold_out_last(inter, users, 5)
     contexts = {u: build_context(visible, catalogue, u, "movies") for u in users}
     algs = make_recommenders(encoder=encoder, seed=config.seed)
-    for rec in algs.values():
-        rec.fit(visible, dataset.items)
+    # as in run_saer: fitted, or in plan mode a stand-in when the catalogue would have to be encoded first
+    algs = {
+        name: fit_or_stand_in(name, rec, visible, dataset.items, key=f"saer:{name}:{config.seed}", seed=config.seed)
+        for name, rec in algs.items()
+    }
     lists = top_lists(algs, users, 10)
     positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
     hits = {a: heldout_hits(lists[a], positives) for a in ALGORITHMS}

@@ -45,7 +45,8 @@ from recjudge_utils.recommenders.artifacts import (
 )
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
-from recjudge_utils.recommenders.training import fit_recommender
+from recjudge_utils.recommenders.plan_standin import StandInRecommender, fit_or_stand_in, note_plan
+from recjudge_utils.recommenders.training import build_recommender, fit_recommender, training_frame
 from recjudge_utils.recommenders.tuning import SEARCH_SPACES, TuneResult, tune
 from recjudge_utils.reporting.display import data_label
 from recjudge_utils.splitting.temporal import (
@@ -184,7 +185,8 @@ def fit_recommenders(
     Every fit is seeded, so the kept model is exactly what a refit with the best parameters would give. A tuned
     model is stored in the artifact store under its data, split, code, search space, trials and seed, so another
     run (another judge) loads it instead of tuning again; the TPE study lives in ``storage`` (an Optuna RDB URL) and
-    resumes after a kill.
+    resumes after a kill. In plan mode nothing is tuned, trained or stored: a model not stored is a cheap fit or a
+    stand-in (:mod:`recjudge_utils.recommenders.plan_standin`).
     """
     from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
@@ -233,7 +235,20 @@ def fit_recommenders(
                 )
             return Fitted(name, model, result, time.perf_counter() - start)
 
-        fitted[name], _ = store.get_or_compute("tuned", fields, compute)
+        def stand_in(name: str = name, fixed: dict[str, Any] = fixed, fields: dict[str, Any] = fields) -> Fitted:
+            # plan mode: no TPE study, no training; the model is a cheap fit or a stand-in (see plan_standin)
+            frame = training_frame(name, fold.train, fold.train_ratings)
+            model = build_recommender(name, seed, dict(fixed))
+            model = fit_or_stand_in(name, model, frame, items, key=ArtifactStore.key(fields), seed=seed)
+            return Fitted(name, model, TuneResult(name, dict(fixed), float("nan"), 0, 0.0), 0.0)
+
+        fitted[name], _ = store.get_or_compute("tuned", fields, compute, stand_in=stand_in)
+    if any(isinstance(f.model, StandInRecommender) for f in fitted.values()):
+        note_plan(
+            note=f"fold {fold.fold}: each distinct judged (user, item) pair is one call, and stand-in lists share "
+            "almost no item, so the count is about its upper bound (users x recommenders x top_k); trained lists "
+            "overlap, so a run makes fewer calls"
+        )
     return fitted
 
 

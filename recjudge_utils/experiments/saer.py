@@ -38,6 +38,7 @@ from recjudge_utils.protocols.saer import VERSIONS, load_template, pairwise_requ
 from recjudge_utils.protocols.truth import heldout_hits, list_label_truth
 from recjudge_utils.recommenders import make_recommender
 from recjudge_utils.recommenders.base import Recommender
+from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
 from recjudge_utils.reporting.display import data_label
 
 __all__ = [
@@ -205,8 +206,12 @@ def run_saer(judge: Judge, dataset: Dataset, config: SaerConfig | None = None, e
 
     t1 = time.perf_counter()
     recs = make_recommenders(encoder=encoder, seed=cfg.seed)
-    for rec in recs.values():
-        rec.fit(visible, dataset.items)
+    # co-occurrence counts and MiniLM embeddings learn nothing: fitted even in plan mode, unless the catalogue would
+    # have to be encoded first (then a stand-in, see recjudge_utils.recommenders.plan_standin)
+    recs = {
+        name: fit_or_stand_in(name, rec, visible, dataset.items, key=f"saer:{name}:{cfg.seed}", seed=cfg.seed)
+        for name, rec in recs.items()
+    }
     lists = top_lists(recs, users, cfg.top_k)
     positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
     hits = {alg: heldout_hits(lists[alg], positives) for alg in ALGORITHMS}

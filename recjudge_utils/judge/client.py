@@ -47,6 +47,15 @@ __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "ParseErr
 T = TypeVar("T")
 
 
+def _sent_budget(plan: Plan) -> int | None:
+    """The answer budget the request was sent with (``max_tokens`` or ``max_completion_tokens``), if any."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = plan.params.get(name)
+        if isinstance(value, int):
+            return value
+    return None
+
+
 class JudgeClient:
     """Cached, retrying, accounted judge client over a registered backend.
 
@@ -68,6 +77,8 @@ class JudgeClient:
         json_mode: ``"auto"``, ``"json_schema"``, ``"json_object"``, ``"llama_schema"`` or ``"none"``.
         logprobs: ``"auto"`` asks for top-20 logprobs when a request has ``label_options`` on remote endpoints
             but not on the embedded model, where they make few-shot calls ~3x slower (pass True there); False never.
+        generation: decoding settings of the OpenAI-protocol backends (temperature, max_output_tokens, reasoning_effort,
+            seed, extra_body, headers, query; see :class:`~recjudge_utils.judge.backends.openai_compatible.Generation`).
         repair: one extra call asking for bare JSON when an answer is unparseable (off by default).
         progress: tqdm bars on batches.
         use_cache: False disables reading (results are still written).
@@ -100,6 +111,7 @@ class JudgeClient:
         use_cache: bool = True,
         offline: bool = False,
         local_options: Mapping[str, Any] | None = None,
+        generation: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(backend, Backend):
             self.backend = backend
@@ -114,6 +126,7 @@ class JudgeClient:
                     logprobs=logprobs,
                     top_logprobs=top_logprobs,
                     timeout=timeout,
+                    generation=generation,
                 )
                 if name == "embedded":
                     if base_url is not None:
@@ -157,7 +170,9 @@ class JudgeClient:
 
     @property
     def json_mode(self) -> str | None:
-        return getattr(self.backend, "json_mode", None)
+        """The response format asked for now (after any the endpoint rejected)."""
+        current = getattr(self.backend, "current_json_mode", None)
+        return current() if callable(current) else getattr(self.backend, "json_mode", None)
 
     @property
     def log_path(self) -> Path:
@@ -328,9 +343,19 @@ class JudgeClient:
         value: Any = None
         reason: str | None = None
         status: Status
+        budget = _sent_budget(plan)
+        budget_spent = False
         if text is None or not str(text).strip():
             status = "unparsed"
-            reason = f"empty answer (finish_reason={finish})"
+            if finish == "length":
+                budget_spent = True
+                spent = f"{completion.reasoning_tokens} reasoning tokens of " if completion.reasoning_tokens else ""
+                reason = (
+                    f"the output budget was spent before an answer ({spent}{budget or '?'}): "
+                    "raise generation.max_output_tokens in the judge profile"
+                )
+            else:
+                reason = f"empty answer (finish_reason={finish})"
         else:
             try:
                 value = parse(text)
@@ -339,7 +364,7 @@ class JudgeClient:
                 status = "unparsed"
                 reason = str(exc) or "unparseable answer"
                 if finish == "length":
-                    reason += f" (answer cut at max_tokens={request.max_tokens})"
+                    reason += f" (answer cut at an output budget of {budget or request.max_tokens} tokens)"
         probs = expected = argmax = None
         if request.label_options and completion.logprobs:
             dist = label_distribution(completion.logprobs, request.label_options, request.label_field)
@@ -364,6 +389,8 @@ class JudgeClient:
             finish_reason=finish,
             cache_key=plan.key,
             attempts=attempts,
+            reasoning_tokens=completion.reasoning_tokens,
+            budget_spent=budget_spent,
         )
         self._write(request, plan, result, route=completion.route)
         return result
@@ -389,6 +416,8 @@ class JudgeClient:
         return result
 
     def _write(self, request: JudgeRequest, plan: Plan, result: JudgeResult[Any], route: str | None = None) -> None:
+        if not self.backend.logs_judgments:
+            return
         self.log.write(
             request,
             plan,

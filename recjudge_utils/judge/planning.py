@@ -1,31 +1,59 @@
 """Planning a run before paying: every request the notebooks would send, recorded, and none sent.
 
-In plan mode (the book runner's ``--plan`` sets ``RECJUDGE_PLAN``), :func:`recjudge_utils.judge.profiles.open_judge`
+In plan mode (the book runner's ``plan`` sets ``RECJUDGE_PLAN``), :func:`recjudge_utils.judge.profiles.open_judge`
 returns a client over :class:`PlanBackend`. It plans each request with the real profile's backend (so its cache key
 is the real one, and a request the shared cache already answers is known to cost nothing), writes one record per
 request to ``<run folder>/<notebook>/plan.jsonl``, and answers with the simulated judge (a perfect one) so the
 notebook can go on: later stages of a chained prompt (LtM) get plausible inputs, and their records are marked as
-estimates. Its answers go to a throwaway cache; the real cache is only read.
+estimates. Its answers go to a throwaway cache; the real cache is only read. No key is needed: the real backend is
+built offline and never called.
+
+A record holds the request's exact character counts; tokens are counted afterwards
+(:func:`recjudge_utils.book.usage.plan_summary`) by the judge's own rule. For that, the backend keeps a seeded
+random sample of up to :data:`SAMPLE_SIZE` rendered requests per template (``plan_samples.jsonl``), which the
+embedded judge's tokenizer (:class:`ChatTokenizer`, SmolLM2's own, with its chat template) counts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
+import os
+import random
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
-from recjudge_utils.judge.backends.sim import SimParameters, _rng, simulated_answer
+from recjudge_utils.judge.backends.sim import SimParameters, simulated_answer
 from recjudge_utils.judge.cache import JudgeCache
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
 from recjudge_utils.paths import runs_dir
 from recjudge_utils.prompts import load_prompt
 
-__all__ = ["PLAN_FILE", "PlanBackend", "estimate_tokens"]
+__all__ = [
+    "JUDGE_FILE",
+    "PLAN_FILE",
+    "SAMPLES_FILE",
+    "SAMPLE_SIZE",
+    "ChatTokenizer",
+    "PlanBackend",
+    "estimate_tokens",
+    "prompt_chars",
+]
 
 PLAN_FILE = "plan.jsonl"
+SAMPLES_FILE = "plan_samples.jsonl"
+JUDGE_FILE = "plan_judge.json"
+#: rendered requests kept per template for counting tokens with the judge's own tokenizer
+SAMPLE_SIZE = 200
 
 
 def estimate_tokens(text: str) -> int:
@@ -33,19 +61,47 @@ def estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+def prompt_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Characters of a request's message contents (what characters / 4 counts)."""
+    return sum(len(str(m.get("content") or "")) for m in messages)
+
+
+@functools.cache
 def _chained(template_id: str) -> bool:
+    # one prompt file read per template, not per request (a paper-scale plan renders ~100k requests)
     try:
         return bool(load_prompt(template_id).get("chained", False))
     except (FileNotFoundError, ValueError):
         return False
 
 
+class _Reservoir:
+    """A uniform random sample of at most ``size`` items of a stream (algorithm R), seeded: the same stream gives
+    the same sample."""
+
+    def __init__(self, size: int, seed: str) -> None:
+        self.size = size
+        self.seen = 0
+        self.items: list[dict[str, Any]] = []
+        self._rng = random.Random(int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "little"))
+
+    def slot(self) -> int | None:
+        """Where the next item goes (None: not sampled); the caller builds the item only when it is kept."""
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append({})
+            return len(self.items) - 1
+        j = self._rng.randrange(self.seen)
+        return j if j < self.size else None
+
+
 class PlanBackend(Backend):
     """Records what ``inner`` would be asked (under its cache keys) and answers like a perfect simulated judge."""
 
     route = "plan"
+    logs_judgments = False  # hundreds of MB of judgment logs at paper scale, read by nobody
 
-    def __init__(self, inner: Backend, real_cache: Path | None = None) -> None:
+    def __init__(self, inner: Backend, real_cache: Path | None = None, sample_size: int = SAMPLE_SIZE) -> None:
         self.inner = inner
         self.name = "plan"  # type: ignore[misc]
         self.endpoint_id = inner.endpoint_id
@@ -55,13 +111,36 @@ class PlanBackend(Backend):
         self.max_concurrency = 1
         self.real_cache = JudgeCache(real_cache or runs_dir() / "cache.sqlite")
         self.records_path: Path | None = None
+        self.sample_size = sample_size
+        self._samples: dict[str, _Reservoir] = {}
         self._params = SimParameters()
+        # a perfect judge answers from the truth alone (no noise, bias or neglect), so its draws never matter: one
+        # generator for every request instead of one seeded per request (a paper-scale plan renders ~60k)
+        self._rng = np.random.default_rng(0)
 
     def bind(self, run_dir: Path, run_name: str, progress: bool) -> None:
         self.records_path = run_dir / PLAN_FILE
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # who would answer: earlier runs of the same judge calibrate the plan's token counts
+        identity = {"backend": self.inner.name, "endpoint": self.inner.endpoint_id, "model": self.inner.api_model}
+        (run_dir / JUDGE_FILE).write_text(json.dumps(identity) + "\n", encoding="utf-8")
 
     def plan(self, request: JudgeRequest) -> Plan:
         return self.inner.plan(request)
+
+    def _sample(self, req: JudgeRequest, text: str, chars: int) -> None:
+        reservoir = self._samples.get(req.template_id)
+        if reservoir is None:
+            reservoir = self._samples[req.template_id] = _Reservoir(self.sample_size, req.template_id)
+        k = reservoir.slot()
+        if k is not None:
+            messages = [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in req.messages]
+            reservoir.items[k] = {
+                "template_id": req.template_id,
+                "messages": messages,
+                "answer": text,
+                "prompt_chars": chars,
+            }
 
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
@@ -69,26 +148,106 @@ class PlanBackend(Backend):
         assert self.records_path is not None, "bind() the plan backend to a run folder first"
         self.records_path.parent.mkdir(parents=True, exist_ok=True)
         cached = self.real_cache.get_many([j.plan.key for j in jobs])
-        with open(self.records_path, "a", encoding="utf-8") as fh:
-            for job in jobs:
-                req = job.request
-                prompt_text = "".join(str(m["content"]) for m in req.messages)
-                text = simulated_answer(req, self._params, _rng(0, job.plan.key)) if req.answer_format else "{}"
-                prompt_tokens = estimate_tokens(prompt_text)
-                completion_tokens = estimate_tokens(text)
-                record = {
-                    "template_id": req.template_id,
-                    "cache_key": job.plan.key,
-                    "cached": job.plan.key in cached,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "max_tokens": req.max_tokens,
-                    "chained": _chained(req.template_id),
-                }
-                fh.write(json.dumps(record) + "\n")
-                completion = Completion(text, "stop", prompt_tokens, completion_tokens, route="plan")
-                deliver(job, CallOutcome(job.plan, completion, attempts=0))
+        lines = []
+        for job in jobs:
+            req = job.request
+            chars = prompt_chars(req.messages)
+            text = simulated_answer(req, self._params, self._rng) if req.answer_format else "{}"
+            self._sample(req, text, chars)
+            prompt_tokens, completion_tokens = max(1, chars // 4), estimate_tokens(text)
+            record = {
+                "template_id": req.template_id,
+                "cache_key": job.plan.key,
+                "cached": job.plan.key in cached,
+                "prompt_chars": chars,
+                "completion_chars": len(text),
+                "messages": len(req.messages),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "max_tokens": req.max_tokens,
+                "chained": _chained(req.template_id),
+            }
+            lines.append(json.dumps(record) + "\n")
+            completion = Completion(text, "stop", prompt_tokens, completion_tokens, route="plan")
+            deliver(job, CallOutcome(job.plan, completion, attempts=0))
+        with open(self.records_path, "a", encoding="utf-8") as fh:  # one write per batch, not per request
+            fh.writelines(lines)
+        self._write_samples()
+
+    def _write_samples(self) -> None:
+        assert self.records_path is not None
+        path = self.records_path.with_name(SAMPLES_FILE)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for reservoir in self._samples.values():
+                fh.writelines(json.dumps(item) + "\n" for item in reservoir.items if item)
+        tmp.replace(path)
 
     def close(self) -> None:
         self.real_cache.close()
         self.inner.close()
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2: llama.cpp logs its context setup from C even with ``verbose=False``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class ChatTokenizer:
+    """The embedded judge's own tokenizer and chat template, read from its GGUF (vocabulary only, no weights), so
+    a prompt is counted as the llama.cpp server counts it: the messages rendered with the model's chat template
+    (ChatML for SmolLM2: ``<|im_start|>role\\n...<|im_end|>\\n`` and the assistant prefix)."""
+
+    def __init__(self, model_path: Path | None = None) -> None:
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        from recjudge_utils.judge.embedded_server import gguf_path
+
+        self.model_path = model_path or gguf_path()
+        with _quiet_stderr():
+            self.llm = llama_cpp.Llama(model_path=str(self.model_path), vocab_only=True, verbose=False)
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        self._formatter: Jinja2ChatFormatter | None = None
+        if template:
+            # what llama-cpp-python's server does for a GGUF that carries its chat template (Llama.__init__)
+            eos_id, bos_id = self.llm.token_eos(), self.llm.token_bos()
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=self._piece(eos_id),
+                bos_token=self._piece(bos_id),
+                stop_token_ids=[eos_id],
+            )
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def text_tokens(self, text: str) -> int:
+        """Tokens of a plain text (an answer), without special tokens."""
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def prompt_tokens(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens of a chat request's prompt as the server evaluates it (chat template and generation prefix)."""
+        if self._formatter is None:  # no template in the file: ChatML, SmolLM2's format
+            text = "".join(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
+            text += "<|im_start|>assistant\n"
+            return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        chat: list[Any] = [dict(m) for m in messages]
+        result = self._formatter(messages=chat)
+        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+        return len(tokens)
+
+    def close(self) -> None:
+        """Free the vocabulary."""
+        self.llm.close()

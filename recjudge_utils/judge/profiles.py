@@ -1,110 +1,216 @@
 """Judge profiles: one YAML file per judge, naming everything a rerun with that judge needs.
 
-A profile (shipped examples under ``judges/`` in the repository)::
+A profile (shipped examples under ``judges/`` in the repository; ``judges/profile.schema.json`` is the JSON Schema an
+editor can check them against)::
 
-    name: gpt-4o-mini            # how tables and run folders name this judge
-    backend: openai              # registry name: openai | batch | embedded | sim (default: from model/batch)
-    model: gpt-4o-mini
+    name: gpt-5-mini             # how tables and run folders name this judge
+    backend: openai              # openai | batch | embedded | sim (default: from model and batch)
+    model: gpt-5-mini            # the id the endpoint serves (a router's provider/model, an Azure deployment name)
     base_url: https://api.openai.com/v1
     api_key_env: OPENAI_API_KEY  # the NAME of the environment variable holding the key; never the key
+    api_key_header: null         # send the key in this header instead of Authorization (Azure: api-key)
     max_concurrency: 8           # requests in flight
-    batch: false                 # true: the OpenAI Batch API route (half price)
     json_mode: auto              # auto | json_schema | json_object | llama_schema | none
     logprobs: auto               # auto | true | false
     timeout: 120                 # seconds per request
     retries: 6                   # retries after the first attempt on 429/5xx/timeouts
-    prices: {input: 0.15, output: 0.60}   # USD per 1M tokens (None: the built-in table)
-    options: {}                  # backend-specific (embedded: server settings; sim: its error model; batch: polling)
+    prices: {input: 0.25, output: 2.0}   # USD per 1M tokens (None: the built-in table)
+    generation:                  # decoding; every field is optional and not sent unless set
+      temperature: null          # reasoning models accept only their default
+      max_output_tokens: 8000    # answer budget incl. hidden reasoning (never below a prompt's own budget)
+      reasoning_effort: low
+      seed: null
+      extra_body: {}             # merged into every request body
+      headers: {}                # added to every HTTP request (never a key: see api_key_header)
+      query: {}                  # added to every URL, e.g. {api-version: 2024-10-21} for Azure
+    options: {}                  # backend-specific, validated per backend (embedded: llama.cpp server; sim: its
+                                 # error model; batch: polling; openai: top_logprobs)
 
 :func:`load_profile` accepts a profile name (a file under ``judges/``), a path, a mapping (what the book runner
-passes to every notebook as the ``judge`` parameter) or a :class:`JudgeProfile`. A bad profile fails with one
-message naming the file and the field: an unknown key, a wrong type, a missing key variable and, with
-:meth:`JudgeProfile.check`, an endpoint that does not answer a preflight call or a model it does not list.
+passes to every notebook as the ``judge`` parameter) or a :class:`JudgeProfile`. Each backend has its own pydantic
+model with ``extra="forbid"``, so a typo fails with one message naming the file and the field; with
+:meth:`JudgeProfile.check`, so do a missing key variable, an endpoint that does not answer a preflight call and a
+model it does not list.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    with_config,
+)
+from typing_extensions import TypedDict
 
 from recjudge_utils.judge.backends import backend_names
-from recjudge_utils.paths import project_root
+from recjudge_utils.paths import ensure_run_dir, project_root
 
 if TYPE_CHECKING:  # the client imports the backends, which the profiles only name: import it where it is built
     from recjudge_utils.judge.client import JudgeClient
 
-__all__ = ["JudgeProfile", "ProfileError", "load_profile", "open_judge", "profile_dir"]
+__all__ = [
+    "BatchProfile",
+    "CustomProfile",
+    "EmbeddedProfile",
+    "GenerationSettings",
+    "JudgeProfile",
+    "OpenAIProfile",
+    "ProfileError",
+    "SimProfile",
+    "load_profile",
+    "open_judge",
+    "profile_dir",
+    "profile_json_schema",
+]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SCHEMA_FILE = "profile.schema.json"
+# header names that carry a credential: a profile names the key's variable, it never holds a key
+_SECRET_HEADERS = {"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization"}
 
 
 class ProfileError(ValueError):
     """A judge profile is invalid; the message names the file and the field."""
 
 
-@dataclass(frozen=True)
-class JudgeProfile:
-    """Everything that decides who judges and how (see the module docstring for the fields)."""
+@with_config(ConfigDict(extra="forbid"))
+class Prices(TypedDict):
+    """USD per 1M tokens."""
 
-    name: str = "embedded"
-    backend: str | None = None
-    model: str = "local"
-    base_url: str | None = None
-    api_key_env: str | None = "OPENAI_API_KEY"
-    max_concurrency: int = 4
-    batch: bool = False
-    json_mode: str = "auto"
-    logprobs: bool | str = "auto"
-    timeout: float | None = None
-    retries: int = 6
-    prices: Mapping[str, float] | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    source: str = field(default="<dict>", compare=False)
+    input: float
+    output: float
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GenerationSettings(_Strict):
+    """Decoding settings; a field left unset is not sent, so the endpoint's default applies."""
+
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="omitted unless set (reasoning models: omit)")
+    max_output_tokens: int | None = Field(
+        None, ge=1, description="answer budget incl. hidden reasoning; never below a prompt's own budget"
+    )
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    seed: int | None = Field(None, description="default: the request's own seed (0)")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into every request body")
+    headers: dict[str, str] = Field(default_factory=dict, description="added to every HTTP request; never a key")
+    query: dict[str, str] = Field(default_factory=dict, description="added to every URL (Azure: api-version)")
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(h for h in value if h.lower() in _SECRET_HEADERS)
+        if bad:
+            raise ValueError(
+                f"header {bad[0]!r} carries a credential: keys are read from the environment variable named by "
+                "api_key_env (set api_key_header to send it in another header)"
+            )
+        return value
+
+
+class OpenAIOptions(_Strict):
+    top_logprobs: int = Field(20, ge=0, le=20, description="logprobs per token when logprobs are asked for")
+
+
+class BatchOptions(_Strict):
+    poll_interval: float = Field(30.0, gt=0, description="seconds between status checks")
+    completion_window: str = "24h"
+    batch_timeout: float | None = Field(None, gt=0, description="give up waiting after this many seconds (resumable)")
+    max_lines: int = Field(50_000, ge=1)
+    retry_failed_with_chat: bool = False
+
+
+class EmbeddedOptions(_Strict):
+    """llama.cpp server settings (:func:`recjudge_utils.judge.embedded_server.get_local_server`)."""
+
+    n_ctx: int | None = Field(None, ge=512)
+    n_threads: int | None = Field(None, ge=1)
+    n_batch: int | None = Field(None, ge=1)
+    cache: bool | None = None
+    cache_size: int | None = Field(None, ge=0)
+    logits_all: bool | None = None
+    verbose: bool | None = None
+    startup_timeout: float | None = Field(None, gt=0)
+    log_dir: str | None = None
+
+
+class SimOptions(_Strict):
+    """The simulated judge's error model (:class:`recjudge_utils.judge.backends.sim.SimParameters`)."""
+
+    noise: float = Field(0.0, ge=0)
+    leniency: float = 0.0
+    position_bias: float = Field(0.0, ge=0, le=1)
+    tie_propensity: float = Field(0.0, ge=0, le=1)
+    context_neglect: float = Field(0.0, ge=0, le=1)
+    unparseable: float = Field(0.0, ge=0, le=1)
+    margin: float = Field(0.5, ge=0)
+    seed: int = 0
+
+
+class JudgeProfile(_Strict):
+    """What every judge profile has; one subclass per backend adds (and checks) the backend's own fields."""
+
+    backend: str
+    name: str = Field(description="how tables and run folders name this judge")
+    model: str
+    max_concurrency: int = Field(4, ge=1, description="requests in flight")
+    timeout: float | None = Field(None, gt=0, description="seconds per request")
+    retries: int = Field(6, ge=0, description="retries after the first attempt on 429/5xx/timeouts")
+    prices: Prices | None = Field(None, description="USD per 1M tokens; None: the built-in price table")
+    _source: str = PrivateAttr("<dict>")
+    #: backends whose requests go over the OpenAI protocol (they take generation settings)
+    remote: ClassVar[bool] = False
+
+    @property
+    def source(self) -> str:
+        """The file (or "judge profile" for a mapping) the profile came from, for error messages."""
+        return self._source
 
     @property
     def backend_name(self) -> str:
-        if self.backend:
-            return self.backend
-        if self.batch:
-            return "batch"
-        return "embedded" if self.model == "local" else "openai"
+        return self.backend
 
     def to_dict(self) -> dict[str, Any]:
         """The profile as the runner passes it to notebooks and writes it to manifests (no secret in it)."""
-        out = asdict(self)
-        out["options"] = dict(self.options)
-        out["prices"] = None if self.prices is None else dict(self.prices)
-        out.pop("source")
-        return out
+        return self.model_dump(mode="json")
 
-    # -- checks ------------------------------------------------------------------------------------------
+    def model_for_prices(self) -> str:
+        return "local" if self.backend == "embedded" else self.model
+
     def _needs_key(self) -> bool:
-        if self.backend_name not in ("openai", "batch"):
-            return False
-        host = urlparse(self.base_url or "https://api.openai.com/v1").hostname or ""
-        return host not in _LOOPBACK
+        return False
 
     def check(self, preflight: bool = False) -> None:
         """Raise :class:`ProfileError` when the key variable is missing, or (``preflight``) the endpoint does not
         answer or does not list the model."""
         if self._needs_key():
-            if not self.api_key_env:
+            env = getattr(self, "api_key_env", None)
+            if not env:
                 raise ProfileError(f"{self.source}: field 'api_key_env' must name the environment variable of the key")
-            if not os.environ.get(self.api_key_env):
+            if not os.environ.get(env):
                 raise ProfileError(
-                    f"{self.source}: field 'api_key_env': the environment variable {self.api_key_env} is not set "
+                    f"{self.source}: field 'api_key_env': the environment variable {env} is not set "
                     f"(export it before running; the key is read from the environment only)"
                 )
         if preflight:
             from recjudge_utils.judge.backends import create_backend
 
-            backend = create_backend(self.backend_name, **self.backend_options())
+            backend = create_backend(self.backend, **self.backend_options())
             try:
                 backend.preflight()
             except Exception as exc:
@@ -113,26 +219,9 @@ class JudgeProfile:
             finally:
                 backend.close()
 
-    # -- construction ------------------------------------------------------------------------------------
     def backend_options(self, offline: bool = False) -> dict[str, Any]:
-        name = self.backend_name
-        opts: dict[str, Any] = {"model": self.model, "offline": offline}
-        if name in ("openai", "batch", "embedded"):
-            opts.update(
-                api_key_env=self.api_key_env or "OPENAI_API_KEY",
-                max_concurrency=self.max_concurrency,
-                json_mode=self.json_mode,
-                logprobs=self.logprobs,
-                timeout=self.timeout,
-            )
-            if name == "embedded":
-                opts["server_options"] = dict(self.options)
-            else:
-                opts["base_url"] = self.base_url
-                opts.update(self.options)
-        else:
-            opts.update(self.options)
-        return opts
+        """Keyword options of the backend's constructor: the one place a profile becomes a backend."""
+        return {"model": self.model, "offline": offline, **dict(getattr(self, "options", None) or {})}
 
     def client(self, offline: bool = False, **overrides: Any) -> JudgeClient:
         """A :class:`~recjudge_utils.judge.client.JudgeClient` for this profile (``offline``: cache only)."""
@@ -140,15 +229,125 @@ class JudgeProfile:
         from recjudge_utils.judge.client import JudgeClient
 
         pricing = {self.model_for_prices(): dict(self.prices)} if self.prices is not None else None
-        backend = create_backend(self.backend_name, **self.backend_options(offline=offline))
+        backend = create_backend(self.backend, **self.backend_options(offline=offline))
         kwargs: dict[str, Any] = {"max_retries": self.retries, "pricing": pricing, "offline": offline}
         kwargs.update(overrides)
         client = JudgeClient(backend=backend, **kwargs)
         client.profile_name = self.name
         return client
 
-    def model_for_prices(self) -> str:
-        return "local" if self.backend_name == "embedded" else self.model
+
+class _OpenAIProtocol(JudgeProfile):
+    json_mode: Literal["auto", "json_schema", "json_object", "llama_schema", "none"] = "auto"
+    logprobs: bool | Literal["auto"] = "auto"
+    generation: GenerationSettings = GenerationSettings()
+    remote: ClassVar[bool] = True
+
+    def _protocol_options(self, offline: bool) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "offline": offline,
+            "max_concurrency": self.max_concurrency,
+            "json_mode": self.json_mode,
+            "logprobs": self.logprobs,
+            "timeout": self.timeout,
+            "generation": self.generation.model_dump(exclude_none=True),
+        }
+
+
+class OpenAIProfile(_OpenAIProtocol):
+    """Any OpenAI-compatible chat-completions endpoint (OpenAI, Azure, Anthropic, Gemini, routers, vLLM, Ollama)."""
+
+    backend: Literal["openai"] = "openai"
+    base_url: str | None = Field(None, description="None: OpenAI itself")
+    api_key_env: str | None = Field("OPENAI_API_KEY", description="name of the environment variable with the key")
+    api_key_header: str | None = Field(None, description="send the key in this header (Azure: api-key)")
+    batch: Literal[False] = False
+    options: OpenAIOptions = OpenAIOptions()
+
+    def _needs_key(self) -> bool:
+        from urllib.parse import urlparse
+
+        host = urlparse(self.base_url or "https://api.openai.com/v1").hostname or ""
+        return host not in _LOOPBACK
+
+    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        return {
+            **self._protocol_options(offline),
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env or "OPENAI_API_KEY",
+            "api_key_header": self.api_key_header,
+            "top_logprobs": self.options.top_logprobs,
+        }
+
+
+class BatchProfile(OpenAIProfile):
+    """The OpenAI Batch API (half price, answers within the completion window)."""
+
+    backend: Literal["batch"] = "batch"  # type: ignore[assignment]
+    batch: Literal[True] = True  # type: ignore[assignment]
+    options: BatchOptions = BatchOptions()  # type: ignore[assignment]
+
+    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        return {
+            **self._protocol_options(offline),
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env or "OPENAI_API_KEY",
+            "api_key_header": self.api_key_header,
+            **self.options.model_dump(),
+        }
+
+
+class EmbeddedProfile(_OpenAIProtocol):
+    """SmolLM2-135M-Instruct served on this machine by llama.cpp (the default judge)."""
+
+    backend: Literal["embedded"] = "embedded"
+    name: str = "embedded"
+    model: Literal["local"] = "local"
+    max_concurrency: int = Field(1, ge=1, le=1, description="llama.cpp serves one request at a time")
+    options: EmbeddedOptions = EmbeddedOptions()
+
+    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        return {**self._protocol_options(offline), "server_options": self.options.model_dump(exclude_none=True)}
+
+
+class SimProfile(JudgeProfile):
+    """The simulated judge: answers from the truth each request carries, with a known error model."""
+
+    backend: Literal["sim"] = "sim"
+    model: str = "sim"
+    max_concurrency: int = Field(1, ge=1)
+    options: SimOptions = SimOptions()
+
+    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        return {"model": self.model, "offline": offline, **self.options.model_dump()}
+
+
+class CustomProfile(JudgeProfile):
+    """A backend registered by a user (``@register_backend``): its options are checked by its constructor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+_BUILTIN: dict[str, type[JudgeProfile]] = {
+    "openai": OpenAIProfile,
+    "batch": BatchProfile,
+    "embedded": EmbeddedProfile,
+    "sim": SimProfile,
+}
+_PROFILE_UNION: Any = Annotated[
+    OpenAIProfile | BatchProfile | EmbeddedProfile | SimProfile, Field(discriminator="backend")
+]
+_SCHEMA_ADAPTER: TypeAdapter[Any] = TypeAdapter(_PROFILE_UNION)
+
+
+def profile_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a judge profile file (``judges/profile.schema.json``)."""
+    schema = _SCHEMA_ADAPTER.json_schema()
+    schema["title"] = "recjudge judge profile"
+    schema["$comment"] = "generated by: python -m recjudge_utils.judge.profiles --write-schema"
+    return schema
 
 
 def profile_dir() -> Path | None:
@@ -157,50 +356,69 @@ def profile_dir() -> Path | None:
     return root / "judges" if root is not None and (root / "judges").is_dir() else None
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "name": (str,),
-    "backend": (str, type(None)),
-    "model": (str,),
-    "base_url": (str, type(None)),
-    "api_key_env": (str, type(None)),
-    "max_concurrency": (int,),
-    "batch": (bool,),
-    "json_mode": (str,),
-    "logprobs": (bool, str),
-    "timeout": (int, float, type(None)),
-    "retries": (int,),
-    "prices": (dict, type(None)),
-    "options": (dict,),
-}
+def _backend_of(data: Mapping[str, Any]) -> str:
+    if data.get("backend"):
+        return str(data["backend"])
+    if data.get("batch") is True:
+        return "batch"
+    return "embedded" if data.get("model", "local") == "local" else "openai"
+
+
+def _describe(error: Mapping[str, Any], model: type[JudgeProfile]) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()))
+    kind = error.get("type")
+    if kind == "extra_forbidden":
+        parent = error.get("loc", ())[:-1]
+        fields = model.model_fields if not parent else {}
+        known = f" (known: {', '.join(sorted(fields))})" if fields else ""
+        return f"unknown field {loc!r}{known}"
+    if kind == "missing":
+        return f"field {loc!r} is required"
+    value = error.get("input")
+    return f"field {loc!r}: {error.get('msg')} (got {value!r})"
 
 
 def _from_mapping(data: Mapping[str, Any], source: str) -> JudgeProfile:
-    known = {f.name for f in fields(JudgeProfile)} - {"source"}
-    for key in data:
-        if key not in known:
-            raise ProfileError(f"{source}: unknown field {key!r} (known: {', '.join(sorted(known))})")
-    for key, value in data.items():
-        if not isinstance(value, _TYPES[key]) or (isinstance(value, bool) and bool not in _TYPES[key]):
-            want = " or ".join(t.__name__ for t in _TYPES[key])
-            raise ProfileError(f"{source}: field {key!r} must be {want}, not {value!r}")
-    profile = JudgeProfile(**dict(data), source=source)
-    if profile.backend_name not in backend_names():
-        raise ProfileError(
-            f"{source}: field 'backend': unknown backend {profile.backend!r} ({', '.join(backend_names())})"
-        )
-    if profile.max_concurrency < 1:
-        raise ProfileError(f"{source}: field 'max_concurrency' must be at least 1")
-    if profile.json_mode not in ("auto", "json_schema", "json_object", "llama_schema", "none"):
-        raise ProfileError(f"{source}: field 'json_mode': unknown mode {profile.json_mode!r}")
-    if isinstance(profile.logprobs, str) and profile.logprobs != "auto":
-        raise ProfileError(f"{source}: field 'logprobs' must be auto, true or false")
-    if profile.prices is not None and not {"input", "output"} <= set(profile.prices):
-        raise ProfileError(f"{source}: field 'prices' needs 'input' and 'output' (USD per 1M tokens)")
-    if profile.batch and profile.backend not in (None, "batch"):
+    data = dict(data)
+    backend = _backend_of(data)
+    model_cls = _BUILTIN.get(backend)
+    if model_cls is None:
+        if backend not in backend_names():
+            raise ProfileError(f"{source}: field 'backend': unknown backend {backend!r} ({', '.join(backend_names())})")
+        model_cls = CustomProfile
+    if backend == "openai" and data.get("batch") is True:
         raise ProfileError(f"{source}: field 'batch': true needs backend 'batch' (or no backend)")
-    if profile.backend_name == "embedded" and profile.base_url is not None:
+    if backend == "embedded" and data.get("base_url") is not None:
         raise ProfileError(f"{source}: field 'base_url': the embedded judge serves itself; leave base_url empty")
+    data["backend"] = backend
+    default_name = backend if backend in ("embedded", "sim") else str(data.get("model", backend))
+    data.setdefault("name", default_name.replace("/", "_").replace(":", "_"))
+    if backend == "embedded":
+        data.pop("base_url", None)
+        data.pop("api_key_env", None)  # older embedded profiles named a key variable they never used
+    try:
+        profile = model_cls.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(f"{source}: {_describe(exc.errors()[0], model_cls)}") from None
+    profile._source = source
     return profile
+
+
+def _resolve_path(spec: str | Path) -> Path:
+    path = Path(spec)
+    if path.is_file():
+        return path
+    root = project_root()
+    if not path.is_absolute() and root is not None and (root / path).is_file():
+        return root / path  # a path relative to the checkout, from a kernel whose working directory is notebooks/
+    if path.suffix in (".yaml", ".yml"):
+        raise ProfileError(f"{path}: no such judge profile file")
+    folder = profile_dir()
+    candidate = folder / f"{spec}.yaml" if folder else None
+    if candidate is not None and candidate.is_file():
+        return candidate
+    known = sorted(p.stem for p in folder.glob("*.yaml")) if folder else []
+    raise ProfileError(f"no judge profile {str(spec)!r} (known: {', '.join(known) or 'none'}; or give a path)")
 
 
 def load_profile(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = None, **overrides: Any) -> JudgeProfile:
@@ -212,22 +430,10 @@ def load_profile(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = No
         profile = spec
     elif isinstance(spec, Mapping):
         profile = _from_mapping(spec, "judge profile")
+    elif str(spec) == "embedded" and profile_dir() is None:
+        profile = _from_mapping({"name": "embedded", "backend": "embedded"}, "embedded")
     else:
-        path = Path(spec)
-        if path.suffix not in (".yaml", ".yml") and not path.exists():
-            folder = profile_dir()
-            candidate = folder / f"{spec}.yaml" if folder else None
-            if candidate is not None and candidate.is_file():
-                path = candidate
-            elif str(spec) == "embedded":
-                return replace(JudgeProfile(name="embedded", max_concurrency=1), **overrides)
-            else:
-                known = sorted(p.stem for p in folder.glob("*.yaml")) if folder else []
-                raise ProfileError(
-                    f"no judge profile {str(spec)!r} (known: {', '.join(known) or 'none'}; or give a path)"
-                )
-        if not path.is_file():
-            raise ProfileError(f"{path}: no such judge profile file")
+        path = _resolve_path(spec)
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
@@ -238,24 +444,63 @@ def load_profile(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = No
     return _from_mapping({**profile.to_dict(), **overrides}, profile.source) if overrides else profile
 
 
-def open_judge(spec: str | Path | Mapping[str, Any] | JudgeProfile | None = None, **client_options: Any) -> JudgeClient:
-    """Load a profile, check it, and open its client (``client_options``: run_name, progress, ...).
+def open_judge(
+    spec: str | Path | Mapping[str, Any] | JudgeProfile | None = None,
+    *,
+    run: str | None = None,
+    **client_options: Any,
+) -> JudgeClient:
+    """Load a profile, check it, and open its client (``client_options``: run_name = the notebook's folder in the run,
+    progress, ...). Outside the book runner the notebook gets a run of its own: ``runs/<run>/``, or
+    ``runs/adhoc-<judge>-<time>/`` when ``run`` is None (never the book's ``runs/default/``).
 
-    The book runner's modes reach the notebooks through the environment: ``RECJUDGE_PLAN`` (``--plan``: record every
-    request, call nothing) and ``RECJUDGE_OFFLINE=1`` (``--replay``: answer only from the imported archive).
+    The book runner's modes reach the notebooks through the environment: ``RECJUDGE_PLAN`` (``plan``: record every
+    request, call nothing) and ``RECJUDGE_OFFLINE=1`` (``replay``: answer only from the imported archive).
     """
     profile = load_profile(spec)
-    if os.environ.get("RECJUDGE_PLAN"):
+    planning = bool(os.environ.get("RECJUDGE_PLAN"))
+    offline = os.environ.get("RECJUDGE_OFFLINE") == "1"
+    if not planning and not offline:
+        profile.check()  # before a run folder is made: a missing key leaves nothing behind
+    ensure_run_dir(run=run, judge=profile.to_dict(), notebook=client_options.get("run_name"))
+    if planning:
         from recjudge_utils.judge.backends import create_backend
         from recjudge_utils.judge.client import JudgeClient
         from recjudge_utils.judge.planning import PlanBackend
 
-        inner = create_backend(profile.backend_name, **profile.backend_options(offline=True))
+        inner = create_backend(profile.backend, **profile.backend_options(offline=True))
         plan_cache = Path(os.environ["RECJUDGE_PLAN"]) / "plan-answers.sqlite"
         client = JudgeClient(backend=PlanBackend(inner), cache_path=plan_cache, **client_options)
         client.profile_name = profile.name
         return client
-    offline = os.environ.get("RECJUDGE_OFFLINE") == "1"
-    if not offline:
-        profile.check()
     return profile.client(offline=offline, **client_options)
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.judge.profiles", description=__doc__.split("\n")[0])
+    parser.add_argument("--write-schema", action="store_true", help=f"write judges/{SCHEMA_FILE}")
+    parser.add_argument(
+        "--check", nargs="*", metavar="PROFILE", help="validate profiles (default: every judges/*.yaml)"
+    )
+    args = parser.parse_args(argv)
+    folder = profile_dir()
+    if args.write_schema:
+        if folder is None:
+            parser.error("needs a checkout with judges/")
+        target = folder / SCHEMA_FILE
+        target.write_text(json.dumps(profile_json_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {target}")
+    if args.check is not None:
+        paths = args.check or sorted(str(p) for p in (folder.glob("*.yaml") if folder else []))
+        for p in paths:
+            try:
+                profile = load_profile(p)
+            except ProfileError as exc:
+                print(f"error: {exc}")
+                return 2
+            print(f"ok: {p} ({profile.backend}, model {profile.model})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -34,9 +34,11 @@ USAGE_COLUMNS = [
     "api_calls",
     "parsed",
     "unparsed",
+    "budget_spent",
     "errors",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",
     "cost_usd",
     "seconds",
 ]
@@ -119,6 +121,8 @@ class JudgmentLog:
             "expected_label": result.expected_label,
             "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens,
+            "reasoning_tokens": result.reasoning_tokens,
+            "budget_spent": result.budget_spent,
             "latency_s": round(result.latency_s, 4),
             "cache_hit": result.cache_hit,
             "cost_usd": None if math.isnan(result.cost_usd) else result.cost_usd,
@@ -142,14 +146,17 @@ class JudgmentLog:
                     "api_call": bool(api_call),
                     "api_prompt_tokens": result.prompt_tokens if api_call else 0,
                     "api_completion_tokens": result.completion_tokens if api_call else 0,
+                    "api_reasoning_tokens": result.reasoning_tokens if api_call else 0,
+                    "budget_spent": bool(result.budget_spent),
                     "cost_usd": result.cost_usd,
                     "latency_s": result.latency_s,
                 }
             )
 
     def usage_summary(self, model_name: str, total: bool = True) -> pd.DataFrame:
-        """Per template: judgments, cache hits, API calls, parsed/unparsed/errors, tokens and dollars spent by
-        API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
+        """Per template: judgments, cache hits, API calls, parsed/unparsed/errors (``budget_spent``: unparsed because
+        the output budget ran out before an answer), tokens (reasoning tokens are part of the completion tokens) and
+        dollars spent by API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
         cols = USAGE_COLUMNS
         if not self.rows:
             return pd.DataFrame({c: pd.Series(dtype="float64" if c == "cost_usd" else "int64") for c in cols})
@@ -162,9 +169,11 @@ class JudgmentLog:
                 "api_calls": g["api_call"].sum(),
                 "parsed": g["status"].apply(lambda s: int((s == "parsed").sum())),
                 "unparsed": g["status"].apply(lambda s: int((s == "unparsed").sum())),
+                "budget_spent": g["budget_spent"].sum(),
                 "errors": g["status"].apply(lambda s: int((s == "error").sum())),
                 "prompt_tokens": g["api_prompt_tokens"].sum(),
                 "completion_tokens": g["api_completion_tokens"].sum(),
+                "reasoning_tokens": g["api_reasoning_tokens"].sum(),
                 "cost_usd": g["cost_usd"].sum(min_count=1),
                 "seconds": g["latency_s"].sum().round(2),
             }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,17 +19,32 @@ from typing import TypeVar
 
 from recjudge_utils.judge.types import JudgeError
 
-__all__ = ["Downgrade", "Failure", "RetryPolicy", "call_with_retries", "classify_openai_error", "retry_after_seconds"]
+__all__ = [
+    "ADAPTABLE_PARAMETERS",
+    "Downgrade",
+    "Failure",
+    "RetryPolicy",
+    "call_with_retries",
+    "classify_openai_error",
+    "rejected_parameters",
+    "retry_after_seconds",
+]
 
 T = TypeVar("T")
 
 
 class Downgrade(Exception):
-    """The backend rejected a request option it can do without (``json_schema``, ``logprobs``)."""
+    """The endpoint rejected a request parameter or value it can do without (``temperature``, ``max_tokens``,
+    ``logprobs``, ``seed``, ``json_schema`` ...): ``names`` are the parameters the error names, most specific first."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
-        self.what = what
+    def __init__(self, names: tuple[str, ...], message: str = "") -> None:
+        super().__init__(", ".join(names))
+        self.names = names
+        self.message = message
+
+    @property
+    def what(self) -> str:
+        return self.names[0]
 
 
 @dataclass(frozen=True)
@@ -78,9 +94,83 @@ def retry_after_seconds(headers: object) -> float | None:
     return None
 
 
-def classify_openai_error(exc: Exception, timeout: float) -> Failure:
-    """Timeouts, connection errors, 408/409/425/429 and 5xx are retryable; a 400 that names ``json_schema`` /
-    ``response_format`` or ``logprobs`` raises :class:`Downgrade` so the caller can drop that option."""
+#: request parameters an endpoint may reject that a judgment can do without (or send under another name)
+ADAPTABLE_PARAMETERS = (
+    "max_completion_tokens",
+    "max_tokens",
+    "top_logprobs",
+    "logprobs",
+    "temperature",
+    "seed",
+    "reasoning_effort",
+    "json_schema",
+    "response_format",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "parallel_tool_calls",
+    "service_tier",
+    "store",
+)
+# words with which providers say that a parameter or its value is not accepted
+_REJECTION = re.compile(
+    r"unsupported|not supported|does not support|unknown (?:name|field|parameter)|unrecognized|not permitted|"
+    r"extra (?:inputs|fields)|only the default|not allowed|invalid (?:parameter|value|argument)|cannot find field",
+    re.IGNORECASE,
+)
+
+
+def _error_fields(exc: Exception) -> tuple[str, str | None]:
+    """(message, ``param``) of an SDK status error, whatever the provider's error shape."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], dict):  # Gemini wraps its error in a list
+        body = body[0]
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = str(getattr(exc, "message", "") or "")
+    param = None
+    if isinstance(body, dict):
+        message = str(body.get("message") or message)
+        raw = body.get("param")
+        param = str(raw) if raw else None
+    return message, param
+
+
+def rejected_parameters(message: str, param: str | None = None, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The request parameters a 400 names as unsupported, most specific first (empty: not a parameter error).
+
+    ``param`` is the error's own field (OpenAI, Azure); otherwise the parameter is read from the message, quoted
+    names first (``'max_tokens'``, ``"logprobs"``), then bare words, and only when the message says that
+    something is unsupported, unknown or not permitted. ``extra`` adds names a profile sends in ``extra_body``.
+    """
+    known = (*ADAPTABLE_PARAMETERS, *extra)
+    names: list[str] = []
+    if param:
+        leaf = param.split(".")[-1].strip("[]'\"")
+        if leaf in known:
+            names.append(leaf)
+    if not _REJECTION.search(message) and not names:
+        return ()
+    low = message.lower()
+
+    def first(pattern: str) -> list[str]:
+        """Known names the message matches with ``pattern``, in the order they appear in it."""
+        found = [(m.start(), n) for n in known if (m := re.search(pattern.format(re.escape(n)), low))]
+        return [n for _, n in sorted(found)]
+
+    quoted = first(r"[\'\"`]{}[\'\"`]")
+    bare = first(r"(?<![a-z_]){}(?![a-z_])")
+    for n in (*quoted, *bare):
+        if n not in names:
+            names.append(n)
+    if "json_schema" in low:  # "response_format json_schema is not supported": the schema mode, not any format
+        names = ["json_schema", *(n for n in names if n != "json_schema")]
+    return tuple(names)
+
+
+def classify_openai_error(exc: Exception, timeout: float, extra_parameters: tuple[str, ...] = ()) -> Failure:
+    """Timeouts, connection errors, 408/409/425/429 and 5xx are retryable; a 400 (or 422) that names a request
+    parameter or value the endpoint does not accept raises :class:`Downgrade` so the backend can adapt the request."""
     import openai  # imported here so that importing the module stays cheap
 
     if isinstance(exc, openai.APITimeoutError):
@@ -89,14 +179,16 @@ def classify_openai_error(exc: Exception, timeout: float) -> Failure:
         return Failure(True, f"connection error: {exc}")
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
-        low = str(exc.message).lower()
-        if code == 400 and ("json_schema" in low or "response_format" in low):
-            raise Downgrade("json_schema") from exc
-        if (code == 400 and "logprobs" in low) or "logprobs is not supported" in low:
-            raise Downgrade("logprobs") from exc
+        message, param = _error_fields(exc)
+        if code in (400, 422):
+            names = rejected_parameters(message, param, extra_parameters)
+            if names:
+                raise Downgrade(names, message) from exc
+        elif "logprobs is not supported" in message.lower():
+            raise Downgrade(("logprobs",), message) from exc
         retryable = code in (408, 409, 425, 429) or code >= 500
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return Failure(retryable, f"HTTP {code}: {exc.message}", retry_after_seconds(headers))
+        return Failure(retryable, f"HTTP {code}: {message}", retry_after_seconds(headers))
     return Failure(False, f"{type(exc).__name__}: {exc}")
 
 

@@ -60,7 +60,7 @@ class JudgeRequest:
     template_id: str
     template_version: str
     max_tokens: int = 256
-    temperature: float = 0.0
+    temperature: float | None = None  # None: the judge profile's ``generation.temperature`` (or the endpoint's default)
     seed: int | None = 0
     json_schema: Mapping[str, object] | None = None
     label_options: tuple[str, ...] | None = None
@@ -94,6 +94,8 @@ class Completion:
     latency_s: float | None = None
     route: str = "chat"
     batch_id: str | None = None
+    #: hidden reasoning tokens, already counted in ``completion_tokens`` (they are billed as output)
+    reasoning_tokens: int = 0
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -101,6 +103,7 @@ class Completion:
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "logprobs": self.logprobs,
             "model": self.model,
             "latency_s": self.latency_s,
@@ -126,6 +129,7 @@ class Completion:
             finish_reason=None if finish is None else str(finish),
             prompt_tokens=as_int(d.get("prompt_tokens")),
             completion_tokens=as_int(d.get("completion_tokens")),
+            reasoning_tokens=as_int(d.get("reasoning_tokens")),
             logprobs=lp if isinstance(lp, list) else None,
             model=None if model is None else str(model),
             latency_s=float(latency) if isinstance(latency, int | float) else None,
@@ -158,6 +162,9 @@ class JudgeResult(Generic[T]):
     finish_reason: str | None = None
     cache_key: str | None = None
     attempts: int = 0
+    reasoning_tokens: int = 0
+    #: the output budget was spent before any answer (a reasoning model that thought too long)
+    budget_spent: bool = False
 
     @property
     def ok(self) -> bool:
@@ -175,6 +182,7 @@ class JudgeResult(Generic[T]):
             expected_label=self.expected_label,
             prompt_tokens=int(self.prompt_tokens),
             completion_tokens=int(self.completion_tokens),
+            reasoning_tokens=int(self.reasoning_tokens),
             latency_s=float(self.latency_s),
             cost_usd=float(self.cost_usd),
             cache_hit=bool(self.cache_hit),

@@ -116,21 +116,32 @@ def judge_games(
 
 
 def games(raw: pd.DataFrame, keys: Sequence[str], by: Sequence[str] = ("user", "x", "y")) -> pd.DataFrame:
-    """One row per game holding both orders: ``<key>_x_first``, ``<key>_y_first`` and the adjudicated ``<key>``."""
-    rows = []
-    for ids, grp in raw.groupby(list(by), sort=False):
-        ids = ids if isinstance(ids, tuple) else (ids,)
-        by_order = {o: g.iloc[0] for o, g in grp.groupby("order")}
-        row: dict[str, Any] = dict(zip(by, ids, strict=True))
-        for key in keys:
-            first = by_order["x_first"][key] if "x_first" in by_order else None
-            second = by_order["y_first"][key] if "y_first" in by_order else None
-            first = None if is_missing(first) else first
-            second = None if is_missing(second) else second
-            row[f"{key}_x_first"], row[f"{key}_y_first"] = first, second
-            row[key] = adjudicate(first, second)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """One row per game holding both orders: ``<key>_x_first``, ``<key>_y_first`` and the adjudicated ``<key>``.
+
+    Games come in the order of their first row; the first row of each (game, order) counts. Built column-wise (one
+    index lookup per order) rather than per group: a paper-scale arena has ~10k games, and iterating pandas groups
+    took seconds per call.
+    """
+    by = list(by)
+    if raw.empty:
+        return pd.DataFrame()
+    ids = raw[by].dropna().drop_duplicates()
+    first = raw.dropna(subset=by).drop_duplicates([*by, "order"])
+    index = pd.MultiIndex.from_frame(ids) if len(by) > 1 else pd.Index(ids[by[0]])
+    per_order: dict[str, pd.DataFrame | None] = {}
+    for order in ORDERS:
+        part = first.loc[first["order"] == order].set_index(by)
+        per_order[order] = part.reindex(index) if len(part) else None
+    columns: dict[str, list[Any]] = {b: ids[b].to_list() for b in by}
+    for key in keys:
+        both = []
+        for order in ORDERS:
+            part = per_order[order]
+            values = [None] * len(ids) if part is None else part[key].to_list()
+            both.append([None if is_missing(v) else v for v in values])
+        columns[f"{key}_x_first"], columns[f"{key}_y_first"] = both
+        columns[key] = [adjudicate(a, b) for a, b in zip(*both, strict=True)]
+    return pd.DataFrame(columns)
 
 
 def position_summary(

@@ -208,7 +208,6 @@ class SerendipityJudge:
             template_id=stage.template_id,
             template_version=stage.version,
             max_tokens=stage.max_tokens,
-            temperature=0.0,
             seed=self.seed,
             json_schema=levels_schema(stage.fields) if self.use_json_schema else None,
             label_options=SCORE_LABELS if is_label else None,

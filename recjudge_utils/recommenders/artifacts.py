@@ -7,6 +7,9 @@ result (``runs/artifacts/<kind>/<key>.json``), so an artifact says what it is. A
 different search space or another seed is another key: stale models are never reused. Writes are atomic (a killed
 run leaves no half-written artifact).
 
+In plan mode (``--plan``) the store is only read: a missing artifact becomes the caller's stand-in
+(:mod:`recjudge_utils.recommenders.plan_standin`), and nothing is computed, stored or logged.
+
 Every computation is appended to ``runs/artifacts/computed.jsonl`` (kind, key, recommender, seconds, the run
 folder): the book runner sums the new lines into the run manifest's ``training_seconds``, so a run says how much
 of its time went into training (zero when every model was reused).
@@ -29,6 +32,7 @@ import pandas as pd
 
 from recjudge_utils.paths import artifacts_dir
 from recjudge_utils.recommenders import recommender_class
+from recjudge_utils.recommenders.plan_standin import STORED, note_plan, planning_without_training
 
 __all__ = [
     "COMPUTE_LOG",
@@ -103,6 +107,8 @@ class ArtifactStore:
 
     def put(self, kind: str, fields: Mapping[str, Any], value: Any) -> Path:
         path = self.path(kind, fields)
+        if planning_without_training():  # a plan leaves the store as it found it
+            return path
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
@@ -115,13 +121,28 @@ class ArtifactStore:
         path.with_suffix(".json").write_text(_canonical(dict(fields)) + "\n", encoding="utf-8")
         return path
 
-    def get_or_compute(self, kind: str, fields: Mapping[str, Any], compute: Callable[[], T]) -> tuple[T, bool]:
-        """(value, True) when stored; else (compute(), False) after storing it."""
+    def get_or_compute(
+        self,
+        kind: str,
+        fields: Mapping[str, Any],
+        compute: Callable[[], T],
+        stand_in: Callable[[], T] | None = None,
+    ) -> tuple[T, bool]:
+        """(value, True) when stored; else (compute(), False) after storing it. In plan mode
+        (:func:`~recjudge_utils.recommenders.plan_standin.planning_without_training`) nothing is computed or
+        stored: a missing artifact is ``stand_in()`` (required there)."""
         stored = self.get(kind, fields)
+        planning = planning_without_training()
+        if planning and stored is not None:
+            note_plan(str(fields.get("recommender")), STORED)
         if stored is not None:
             self.hits += 1
             return stored, True
         self.misses += 1
+        if planning:
+            if stand_in is None:
+                raise RuntimeError(f"plan mode trains nothing, and artifact kind {kind!r} has no stand-in")
+            return stand_in(), False
         global _depth
         started = time.perf_counter()
         _depth += 1
@@ -135,6 +156,8 @@ class ArtifactStore:
         return value, False
 
     def _log_compute(self, kind: str, fields: Mapping[str, Any], seconds: float, nested: bool) -> None:
+        if planning_without_training():
+            return
         entry = {
             "kind": kind,
             "key": self.key(fields),

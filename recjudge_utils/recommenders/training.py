@@ -3,7 +3,8 @@
 ``fit_recommender`` hands each model the training data it is defined on (every explicit rating for models with
 ``uses_explicit_ratings``, else the positives), the user attributes to models with ``needs_users``, and the
 item metadata to all; torch runs on one thread (see :func:`recjudge_utils.recommenders._torch.torch_threads`).
-``train_or_load`` does the same through the artifact store, so a second run (another judge) trains nothing.
+``train_or_load`` does the same through the artifact store, so a second run (another judge) trains nothing; in plan
+mode it only loads, and a model that is not stored becomes a stand-in (:mod:`recjudge_utils.recommenders.plan_standin`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from recjudge_utils.recommenders import make_recommender, recommender_class
 from recjudge_utils.recommenders._torch import torch_threads
 from recjudge_utils.recommenders.artifacts import ArtifactStore, code_hash, dataset_fingerprint, frame_fingerprint
 from recjudge_utils.recommenders.base import Recommender
+from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
 
 __all__ = ["build_recommender", "fit_recommender", "train_or_load", "training_frame"]
 
@@ -63,7 +65,8 @@ def train_or_load(
     store: ArtifactStore | None = None,
 ) -> tuple[Recommender, bool]:
     """:func:`fit_recommender`, or the model an earlier run stored for exactly this data, split, code, parameters
-    and seed (``runs/artifacts/``); returns (model, loaded)."""
+    and seed (``runs/artifacts/``); returns (model, loaded). In plan mode a model not stored is a cheap fit or a
+    stand-in, never trained nor stored."""
     store = store or ArtifactStore()
     data = training_frame(name, positives, ratings)
     fields = {
@@ -80,4 +83,12 @@ def train_or_load(
         "models",
         fields,
         lambda: fit_recommender(name, positives, items, seed=seed, params=params, users=users, ratings=ratings),
+        stand_in=lambda: fit_or_stand_in(
+            name,
+            build_recommender(name, seed, dict(params or {}), users),
+            data,
+            items,
+            key=store.key(fields),
+            seed=seed,
+        ),
     )

@@ -1,9 +1,12 @@
 """The chapter "Judges compared": every run present, judge beside judge, and beside the papers' multi-LLM tables.
 
 It reads each run's ``manifest.json`` and its notebooks' ``results.json`` (:mod:`recjudge_utils.reporting.results`).
-Tables say which judge is a simulated one (``kind``) and name it so; agreement between judges is computed on the
-items both judged, with statsmodels (Cohen's weighted kappa with its standard error and CI; Fleiss' kappa for three
-or more judges).
+A run's judge is the one its manifest names (the runner's, written before its first notebook, or an ad-hoc run's,
+written when a notebook executed outside the runner opens its judge); a notebook whose ``results.json`` names another
+judge is left out of the run and said so, and a run folder without a manifest is shown as "unknown (no manifest)"
+rather than guessed from its files. Tables say which judge is a simulated one (``kind``) and name it so; agreement
+between judges is computed on the items both judged, with statsmodels (Cohen's weighted kappa with its standard error
+and CI; Fleiss' kappa for three or more judges).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa
 
-from recjudge_utils.paths import runs_dir
+from recjudge_utils.paths import MANIFEST_FILE, runs_dir
 from recjudge_utils.protocols.saer import VERSION_NAMES
 from recjudge_utils.reporting.display import error_bars
 from recjudge_utils.reporting.paper import paper_table
@@ -42,6 +45,9 @@ __all__ = [
     "usage_table",
 ]
 
+#: how a run folder without a manifest names its judge: its files do not say who made all of them
+UNKNOWN_JUDGE = "unknown (no manifest)"
+
 #: ordinal label orders per kind of item (for weighted kappa)
 ORDERS: dict[str, list[Any]] = {
     "01_serendipity_prompt_selection/scores": [1, 2, 3, 4, 5],
@@ -54,7 +60,7 @@ ORDERS: dict[str, list[Any]] = {
 
 @dataclass
 class Run:
-    """One run folder: its manifest and the results of its notebooks."""
+    """One run folder: its manifest and the results of its notebooks made by the manifest's judge."""
 
     name: str
     manifest: dict[str, Any]
@@ -62,24 +68,48 @@ class Run:
     folder: Path | None = None
     #: how tables and legends name this run: the judge, plus the run's name when several runs share that judge
     shown_as: str = ""
+    #: notebook -> judge of a ``results.json`` made by another judge than the manifest's (left out of the tables)
+    foreign: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def judge_profile(self) -> dict[str, Any] | None:
+        """The judge profile the manifest records (None without a manifest or a judge in it)."""
+        judge = self.manifest.get("judge")
+        return judge if isinstance(judge, dict) and judge.get("name") else None
 
     @property
     def judge(self) -> str:
-        for res in self.results.values():
+        """The judge's model as its results describe it (its profile's model before any result is written)."""
+        profile = self.judge_profile
+        if profile is None:
+            return UNKNOWN_JUDGE
+        for res in self.results.values():  # every result left is the manifest judge's
             return str(res["judge"]["model_name"])
-        return str(self.manifest.get("judge", {}).get("model", "?"))
+        return str(profile.get("model") or profile["name"])
 
     @property
-    def profile(self) -> str | None:
-        for res in self.results.values():
-            return res["judge"].get("name")
-        return None
+    def profile(self) -> str:
+        profile = self.judge_profile
+        return str(profile["name"]) if profile else UNKNOWN_JUDGE
 
     @property
     def kind(self) -> str:
         for res in self.results.values():
             return str(res["judge"]["kind"])
-        return "llm"
+        return "simulated" if (self.judge_profile or {}).get("backend") == "sim" else "llm"
+
+    @property
+    def status(self) -> str:
+        """``running``, ``ok``, ``failed``, ``adhoc`` (a notebook run outside the runner) or ``no manifest``."""
+        if not self.manifest:
+            return "no manifest"
+        if self.manifest.get("adhoc"):
+            return "adhoc"
+        if "status" in self.manifest:
+            return str(self.manifest["status"])
+        # written by a runner before manifests had a status: only at the end of the run
+        failed = any(nb.get("status") == "failed" for nb in self.manifest.get("notebooks", []))
+        return "failed" if failed else "ok"
 
     @property
     def label(self) -> str:
@@ -89,17 +119,26 @@ class Run:
 def load_runs(root: Path | None = None) -> list[Run]:
     """Every run folder under ``runs/`` with at least one ``results.json`` (sorted by name).
 
-    The run being executed has no manifest yet (the runner writes it when the last notebook ends), but its
-    notebooks' results already name their judge, so the chapter shows its own run beside the finished ones."""
+    Each run's judge comes from its manifest, which the runner writes before its first notebook: the run being
+    executed (this chapter's own) is named like the finished ones. A ``results.json`` naming another judge than
+    the manifest (a notebook rerun into the folder with another judge) is left out and listed in ``foreign``."""
     root = root or runs_dir()
     out = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         results = {p.parent.name: read_results(p) for p in sorted(folder.glob(f"*/{RESULTS_FILE}"))}
         if not results:
             continue
-        manifest_path = folder / "manifest.json"
+        manifest_path = folder / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-        out.append(Run(folder.name, manifest, results, folder))
+        run = Run(folder.name, manifest, {}, folder)
+        for notebook, res in results.items():
+            made_by = res["judge"].get("name")
+            if run.judge_profile is not None and made_by != run.profile:
+                run.foreign[notebook] = str(made_by)
+            else:
+                run.results[notebook] = res
+        if run.results:
+            out.append(run)
     runs_per_name: dict[str, int] = {}
     for run in out:
         runs_per_name[short_judge_name(run.judge)] = runs_per_name.get(short_judge_name(run.judge), 0) + 1
@@ -145,21 +184,25 @@ def _fmt(value: Any, low: Any, high: Any, scale: float = 1.0, digits: int = 3) -
 
 
 def judges_table(runs: list[Run]) -> pd.DataFrame:
-    """The judges present: run, profile, model, kind, scale and the data each notebook ran on."""
+    """The judges present: run, profile, model, kind, scale and status from each run's manifest, and the data each
+    notebook ran on (plus the notebooks left out because another judge made them, when there are any)."""
     rows = []
     for run in runs:
         data = sorted({res["data"] for res in run.results.values()})
-        rows.append(
-            {
-                "run": run.name,
-                "profile": run.manifest.get("judge", {}).get("name") or run.profile,
-                "judge": run.judge,
-                "kind": "simulated judge" if run.kind == "simulated" else "LLM",
-                "scale": run.manifest.get("scale", "(running)"),
-                "notebooks": len(run.results),
-                "data": "; ".join(data),
-            }
-        )
+        scale = "adhoc (its notebooks' parameters)" if run.status == "adhoc" else run.manifest.get("scale", "unknown")
+        row = {
+            "run": run.name,
+            "profile": run.profile,
+            "judge": run.judge,
+            "kind": "simulated judge" if run.kind == "simulated" else "LLM",
+            "scale": scale,
+            "status": run.status,
+            "notebooks": len(run.results),
+            "data": "; ".join(data),
+        }
+        if run.foreign:
+            row["left out (another judge)"] = "; ".join(f"{nb} ({judge})" for nb, judge in run.foreign.items())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -179,6 +222,12 @@ def usage_table(runs: list[Run]) -> pd.DataFrame:
             return sum(values) if values else None
 
         seconds = run.manifest.get("seconds")
+        if run.status == "running":
+            minutes: Any = "running"
+        elif seconds is None:
+            minutes = "n/a (adhoc)" if run.status == "adhoc" else "n/a"
+        else:
+            minutes = round(seconds / 60, 1)
         rows.append(
             {
                 "run": run.name,
@@ -190,7 +239,7 @@ def usage_table(runs: list[Run]) -> pd.DataFrame:
                 "errors": total("errors"),
                 "tokens in/out": f"{total('prompt_tokens') or 0:,} / {total('completion_tokens') or 0:,}",
                 "USD": total("cost_usd"),
-                "minutes": "running" if seconds is None else round(seconds / 60, 1),
+                "minutes": minutes,
             }
         )
     return pd.DataFrame(rows)

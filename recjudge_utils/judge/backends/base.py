@@ -8,8 +8,8 @@ into the cache key (never an API key), how many calls may be in flight, and how 
   reports each outcome through a callback as soon as it is known (the client commits it to the cache at
   once, so a crash loses only calls still in flight).
 * :class:`ChatBackend` implements ``complete_many`` for request/response APIs: a bounded thread pool, retries
-  with backoff (:mod:`recjudge_utils.judge.transport`), and downgrades (a backend that rejects an optional
-  feature such as ``json_schema`` is asked again without it, under the new cache key).
+  with backoff (:mod:`recjudge_utils.judge.transport`), and adaptations (an endpoint that rejects a parameter such
+  as ``temperature``, ``max_tokens`` or ``json_schema`` is asked again without it, under the new cache key).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +110,8 @@ class Backend(ABC):
     #: answers are computed from the request alone on this machine (no model, network, key or cost): an offline
     #: replay may compute what its archive does not hold
     computes_answers: ClassVar[bool] = False
+    #: every judgment goes to the run's JSONL log; a plan keeps its own records (``plan.jsonl``) and writes none
+    logs_judgments: ClassVar[bool] = True
 
     @abstractmethod
     def plan(self, request: JudgeRequest) -> Plan:
@@ -163,19 +165,23 @@ class ChatBackend(Backend):
     def classify(self, exc: Exception) -> Failure:
         return Failure(False, f"{type(exc).__name__}: {exc}")
 
-    def downgrade(self, what: str) -> bool:
-        """Drop an optional feature the endpoint rejected; False when there is nothing left to drop."""
+    def downgrade(self, names: tuple[str, ...], message: str, sent: Mapping[str, object]) -> bool:
+        """Stop sending a parameter the endpoint rejected in the body ``sent`` (or send it another way); False when
+        nothing changed."""
         return False
+
+    #: how many rejected parameters one request may shed before it counts as an error
+    MAX_ADAPTATIONS = 8
 
     def _one(self, job: Job, lookup: Lookup, policy: RetryPolicy) -> CallOutcome:
         plan = job.plan
-        current = self.plan(job.request)  # another thread may have downgraded an option since planning
+        current = self.plan(job.request)  # another thread may have adapted the request since planning
         if current.key != plan.key:
             plan = current
             hit = lookup(plan.key)
             if hit is not None:
                 return CallOutcome(plan, hit, from_cache=True)
-        for _ in range(3):
+        for _ in range(self.MAX_ADAPTATIONS + 1):
             started = [0.0]
 
             def attempt(plan: Plan = plan, started: list[float] = started) -> Completion:
@@ -187,11 +193,10 @@ class ChatBackend(Backend):
                     attempt, self.classify, policy, "judge call", self.describe(), self.scrub
                 )
             except Downgrade as d:
-                if not self.downgrade(d.what):
-                    raise JudgeError(f"{self.describe()} rejected the request ({d.what})") from None
-                new = self.plan(job.request)
+                self.downgrade(d.names, d.message, plan.params)
+                new = self.plan(job.request)  # adapted here, or by another thread that met the same 400 first
                 if new.params == plan.params:
-                    raise JudgeError(f"{self.describe()} rejected the request ({d.what})") from None
+                    raise JudgeError(f"{self.describe()} rejected the request: {self.scrub(d.message)}") from None
                 plan = new
                 hit = lookup(plan.key)
                 if hit is not None:
@@ -199,7 +204,7 @@ class ChatBackend(Backend):
                 continue
             latency = time.perf_counter() - started[0]
             return CallOutcome(plan, completion, latency_s=latency, attempts=attempts)
-        raise JudgeError(f"{self.describe()}: request options rejected repeatedly")
+        raise JudgeError(f"{self.describe()}: request parameters rejected more than {self.MAX_ADAPTATIONS} times")
 
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event

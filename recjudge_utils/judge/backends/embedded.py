@@ -10,10 +10,12 @@ are off unless asked for with ``logprobs=True``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.openai_compatible import OpenAICompatibleBackend
+from recjudge_utils.judge.backends.openai_compatible import Generation, OpenAICompatibleBackend
 from recjudge_utils.judge.embedded_server import (
     LOCAL_MODEL_ALIAS,
     LOCAL_MODEL_NAME,
@@ -25,6 +27,13 @@ from recjudge_utils.judge.embedded_server import (
 __all__ = ["EmbeddedBackend"]
 
 _LOCAL_DUMMY_KEY = "sk-local-dummy-not-a-secret"
+
+
+def _as_dict(generation: Generation | Mapping[str, Any] | None) -> dict[str, Any]:
+    if generation is None:
+        return {}
+    raw = asdict(generation) if isinstance(generation, Generation) else dict(generation)
+    return {k: v for k, v in raw.items() if v is not None and v != {}}
 
 
 @register_backend("embedded")
@@ -46,6 +55,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
         timeout: float | None = None,
         offline: bool = False,
         server_options: dict[str, Any] | None = None,
+        generation: Generation | Mapping[str, Any] | None = None,
     ) -> None:
         if base_url is not None:
             raise ValueError("the embedded backend serves its own model: base_url must be None")
@@ -64,6 +74,8 @@ class EmbeddedBackend(OpenAICompatibleBackend):
             top_logprobs=top_logprobs,
             timeout=600.0 if timeout is None else timeout,
             offline=True,  # no key check at construction; the server is started lazily in `sdk`
+            # llama.cpp samples at temperature 0.8 unless told otherwise: the embedded judge answers greedily
+            generation={"temperature": 0.0, **_as_dict(generation)},
         )
         self.offline = offline
         self.endpoint_id = gguf_identity()
