@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 from recjudge_utils.judge.backends import register_backend
@@ -29,11 +29,8 @@ __all__ = ["EmbeddedBackend"]
 _LOCAL_DUMMY_KEY = "sk-local-dummy-not-a-secret"
 
 
-def _as_dict(generation: Generation | Mapping[str, Any] | None) -> dict[str, Any]:
-    if generation is None:
-        return {}
-    raw = asdict(generation) if isinstance(generation, Generation) else dict(generation)
-    return {k: v for k, v in raw.items() if v is not None and v != {}}
+def _greedy_unless_set(generation: Generation) -> Generation:
+    return generation if generation.temperature is not None else replace(generation, temperature=0.0)
 
 
 @register_backend("embedded")
@@ -75,7 +72,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
             timeout=600.0 if timeout is None else timeout,
             offline=True,  # no key check at construction; the server is started lazily in `sdk`
             # llama.cpp samples at temperature 0.8 unless told otherwise: the embedded judge answers greedily
-            generation={"temperature": 0.0, **_as_dict(generation)},
+            generation=_greedy_unless_set(Generation.of(generation)),
         )
         self.offline = offline
         self.endpoint_id = gguf_identity()
