@@ -53,6 +53,11 @@ class Dataset:
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def display_label(self) -> str:
+        """The label for titles, marked ``[STAND-IN]`` when this is not the paper's real data."""
+        return self.label if self.is_real else f"{self.label} [STAND-IN]"
+
     def __repr__(self) -> str:
         n_users = self.interactions["user"].nunique() if len(self.interactions) else 0
         return (
@@ -312,6 +317,11 @@ class SerendipityPairs:
     is_real: bool
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def display_label(self) -> str:
+        """The label for titles, marked ``[STAND-IN]`` when this is not the paper's real data."""
+        return self.label if self.is_real else f"{self.label} [STAND-IN]"
 
     def g_distribution(self) -> pd.Series:
         """Counts of g = 1..5 (all five levels, zeros included)."""

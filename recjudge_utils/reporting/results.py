@@ -28,66 +28,22 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.paths import current_run_dir
 
-__all__ = ["RESULTS_FILE", "SCHEMA", "USAGE_FILE", "Result", "judge_kind", "read_results", "result", "write_results"]
+__all__ = ["RESULTS_FILE", "SCHEMA", "USAGE_FILE", "Result", "judge_kind", "read_results", "result", "write_results", "write_run_results"]
 
 SCHEMA = "recjudge-results/1"
 RESULTS_FILE = "results.json"
 #: beside it: what this execution of the notebook cost (calls, cache hits, tokens, dollars); kept apart because a
 #: replay reproduces ``results.json`` exactly while paying for nothing
 USAGE_FILE = "usage.json"
-
-
-@dataclass(frozen=True)
-class Result:
-    """One headline number: ``metric`` for ``group`` (e.g. ``{"template": "cot"}``), with its CI and n."""
-
-    metric: str
-    value: float | None
-    low: float | None = None
-    high: float | None = None
-    n: int | None = None
-    group: Mapping[str, str | int | float | bool] = field(default_factory=dict)
-    interval: str | None = None
-
-
-def _clean(x: Any) -> float | None:
-    if x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else (v if math.isfinite(v) else (math.inf if v > 0 else -math.inf))
-
-
-def result(
-    metric: str,
-    value: Any,
-    low: Any = None,
-    high: Any = None,
-    n: Any = None,
-    interval: str | None = None,
-    **group: Any,
-) -> Result:
-    """A :class:`Result` with numbers cleaned for JSON (NaN -> null, numpy scalars -> float)."""
-    clean_group = {k: (v.item() if hasattr(v, "item") else v) for k, v in group.items()}
-    return Result(
-        metric=metric,
-        value=_clean(value),
-        low=_clean(low),
-        high=_clean(high),
-        n=None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n),
-        group=clean_group,
-        interval=interval if low is not None and _clean(low) is not None else None,
-    )
 
 
 def judge_kind(model_name: str) -> str:
@@ -151,6 +107,11 @@ def write_results(
     tmp.replace(target)
     _write_usage(judge, target.parent / USAGE_FILE)
     return target
+
+
+def write_run_results(notebook: str, run: Run, judge: Judge, folder: Path | None = None) -> Path:
+    """Write ``results.json`` for one experiment's :class:`Run` (its results and items, as the experiment computed them)."""
+    return write_results(notebook, run.experiment, judge, run.data_label, run.results(), run.items(), folder=folder)
 
 
 def read_results(path: Path) -> dict[str, Any]:

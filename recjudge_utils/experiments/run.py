@@ -1,0 +1,89 @@
+"""The one shape every experiment has: ``run(judge, dataset, config) -> Run``.
+
+Each module under :mod:`recjudge_utils.experiments` exposes a typed config (a frozen dataclass whose field names
+are the notebook's papermill parameters), a :class:`Run` subclass holding everything the experiment produced, and
+``run(judge, dataset, config)``. Extra inputs (fitted models, an encoder name, a held-out truth) are config fields
+or parts of the dataset, never extra arguments. The headline numbers, each with its CI as numbers, are computed
+here by :meth:`Run.results`; :mod:`recjudge_utils.reporting` only formats them and writes them to
+``results.json``.
+
+Timings use one naming: seconds per step, keyed ``"<verb> <object>"`` in lower case (``"train fm"``,
+``"judge cot"``, ``"offline metrics"``, ``"load data"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = ["Result", "Run", "result"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One headline number: ``metric`` for ``group`` (e.g. ``{"template": "cot"}``), with its CI and n."""
+
+    metric: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    group: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    interval: str | None = None
+
+
+def _clean(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else (v if math.isfinite(v) else (math.inf if v > 0 else -math.inf))
+
+
+def result(
+    metric: str,
+    value: Any,
+    low: Any = None,
+    high: Any = None,
+    n: Any = None,
+    interval: str | None = None,
+    **group: Any,
+) -> Result:
+    """A :class:`Result` with numbers cleaned for JSON (NaN -> null, numpy scalars -> float)."""
+    clean_group = {k: (v.item() if hasattr(v, "item") else v) for k, v in group.items()}
+    return Result(
+        metric=metric,
+        value=_clean(value),
+        low=_clean(low),
+        high=_clean(high),
+        n=None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n),
+        group=clean_group,
+        interval=interval if low is not None and _clean(low) is not None else None,
+    )
+
+
+@dataclass(kw_only=True)
+class Run:
+    """What one experiment produced: who judged which data under which config, how long each step took.
+
+    Subclasses add their tables and set ``experiment`` (the name written to ``results.json``).
+    """
+
+    experiment: ClassVar[str] = ""
+
+    config: Any
+    judge_name: str
+    data_label: str  # the dataset's ``display_label`` (marked ``[STAND-IN]`` when it is not the paper's data)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def results(self) -> list[Result]:
+        """The headline numbers with their CIs as numbers (what ``results.json`` holds)."""
+        return []
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """Per-item labels, one list per kind of judgment, so judges can be compared on shared items."""
+        return {}
