@@ -18,9 +18,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-from recjudge_utils.judge.parsing import ParseError, extract_label, parse_json_object
-from recjudge_utils.protocols.answers import arena_verdicts, saer_fields
-from recjudge_utils.protocols.answers.json_levels import levels_parser
+from recjudge_utils.answer_formats import arena_verdicts, saer_fields
+from recjudge_utils.answer_formats.json_levels import levels_parser
+from recjudge_utils.answer_formats.parsing import ParseError, extract_label, parse_json_object
 
 Maker = Callable[[int], str]
 

@@ -58,6 +58,8 @@ DEFAULT_RUN = "default"
 #: the environment variable naming the run folder of this process (set by the book runner for its notebooks)
 RUN_DIR_ENV = "RECJUDGE_RUN_DIR"
 MANIFEST_FILE = "manifest.json"
+#: the book's hand-over from notebook 01 to notebook 02 inside a run folder: the serendipity template selected
+SELECTED_TEMPLATE_FILE = "01_serendipity_prompt_selection/selected_template.json"
 ADHOC_PREFIX = "adhoc"
 #: run names that are not runs: the trained recommenders shared by every run
 RESERVED_RUN_NAMES = ("artifacts",)

@@ -95,7 +95,7 @@ def test_a_new_runs_root_gets_a_new_adhoc_folder(tmp_path: Path, monkeypatch: py
 TINY_BODY = """
 import json
 from recjudge_utils.judge.profiles import open_judge
-from recjudge_utils.judge.truth import ScoreTruth
+from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.reporting.results import result, write_results
 

@@ -304,7 +304,8 @@ def test_unknown_parameter_is_answered_with_the_closest_declared_ones(
 ) -> None:
     assert cli.main(["run", "--only", "03", "-p", "n_usres", "5", "--no-build"]) == 2
     err = capsys.readouterr().err
-    assert "error: parameter 'n_usres' (did you mean 'n_users'?) is declared by none of 03_recsys_arena.ipynb" in err
+    suggestion = "(did you mean 'n_users' or 'n_test'?)"
+    assert f"error: parameter 'n_usres' {suggestion} is declared by none of 03_recsys_arena.ipynb" in err
     assert not (isolated_runs / "default").exists()  # before the profile check and any notebook
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import io
@@ -175,13 +176,13 @@ def test_download_with_checksum_and_unzip(tmp_path: Path, monkeypatch: pytest.Mo
 
     spec = fetch_mod.REGISTRY["ml-1m"]
     good = fetch_mod.Download(spec.downloads[0].url, "ml-1m.zip", sha256=sha(payload), unzip=True)
-    monkeypatch.setitem(fetch_mod.REGISTRY, "ml-1m", fetch_mod.DatasetSpec(**{**spec.__dict__, "downloads": (good,)}))
+    monkeypatch.setitem(fetch_mod.REGISTRY._entries, "ml-1m", dataclasses.replace(spec, downloads=(good,)))
     folder = fetch_mod.fetch("ml-1m", tmp_path, urlopen=fake_urlopen, quiet=True)
     assert (folder / "ratings.dat").read_bytes() == (FIX / "ml-1m" / "ratings.dat").read_bytes()
     assert "sha256" in (folder / "PROVENANCE.json").read_text()
 
     bad = fetch_mod.Download(spec.downloads[0].url, "ml-1m.zip", sha256="0" * 64, unzip=True)
-    monkeypatch.setitem(fetch_mod.REGISTRY, "ml-1m", fetch_mod.DatasetSpec(**{**spec.__dict__, "downloads": (bad,)}))
+    monkeypatch.setitem(fetch_mod.REGISTRY._entries, "ml-1m", dataclasses.replace(spec, downloads=(bad,)))
     with pytest.raises(DatasetNotAvailableError, match="does not match"):
         fetch_mod.fetch("ml-1m", tmp_path / "other", urlopen=fake_urlopen, quiet=True)
     assert not (tmp_path / "other" / "ml-1m" / "ml-1m.zip").exists()

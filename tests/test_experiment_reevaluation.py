@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.experiments import reevaluation
 from recjudge_utils.experiments.reevaluation import (
     ReevaluationConfig,
+    ReevaluationData,
     judge_recommendations,
     prepare_folds,
-    run_reevaluation,
 )
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
 from recjudge_utils.recommenders.budgets import training_budget
@@ -104,7 +105,7 @@ def test_run_end_to_end_with_the_scripted_judge(scripted_judge):
     ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
     client = scripted_judge(score_of)
     cfg = ReevaluationConfig(recommenders=("pop", "random", "kfn"), folds=2, n_trials=0, n_users=3, top_k=5, seed=0)
-    res = run_reevaluation(client, ds, toy_examples(), cfg, progress=False)
+    res = reevaluation.run(client, ReevaluationData(ds, toy_examples()), cfg)
     assert set(res.summary["rs"]) == {"pop", "random", "kfn"}
     judged_users = {int(u) for f in res.folds for u in f.judged_users}
     assert len(res.folds) == 2 and {int(r.metadata["user"]) for _, reqs in client.calls for r in reqs} == judged_users
@@ -126,7 +127,7 @@ def test_run_end_to_end_with_the_scripted_judge(scripted_judge):
     assert "p_ser paper" in table.columns
     # deterministic, and a rerun makes no new call (the cache answers)
     n_asked = len(client.backend.asked)
-    res2 = run_reevaluation(client, ds, toy_examples(), cfg, progress=False)
+    res2 = reevaluation.run(client, ReevaluationData(ds, toy_examples()), cfg)
     pd.testing.assert_frame_equal(res.summary, res2.summary)
     assert len(client.backend.asked) == n_asked
 
@@ -228,7 +229,7 @@ def test_random_tests_and_uaum_lines_follow_the_run(scripted_judge):
 
     ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
     cfg = ReevaluationConfig(recommenders=("pop", "random", "uaum"), folds=1, n_trials=0, n_users=6, top_k=5, seed=0)
-    res = run_reevaluation(scripted_judge(score_of), ds, toy_examples(), cfg, progress=False)
+    res = reevaluation.run(scripted_judge(score_of), ReevaluationData(ds, toy_examples()), cfg)
     tests = random_tests(res)
     assert set(tests["rs"]) == {"Pop", "UAUM"}  # every RS against Random, Random itself excluded
     tested = tests.dropna(subset=["Holm-adjusted p"])
@@ -239,3 +240,32 @@ def test_random_tests_and_uaum_lines_follow_the_run(scripted_judge):
     overlap = float(uaum.rsplit(" ", 1)[1].rstrip(")"))
     verdict = "degenerated to plain SVD" if overlap >= 0.9 else "did not degenerate to plain SVD"
     assert uaum.startswith(f"fold 0: UAUM {verdict}") and "unexpectedness weight 0.3" in uaum
+
+
+def test_run_results_hold_numeric_cis_and_the_earlier_numbers(scripted_judge):
+    ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
+    cfg = ReevaluationConfig(
+        recommenders=("pop", "random", "kfn", "uaum"), folds=2, n_trials=2, n_users=3, top_k=5, n_boot=200
+    )
+    res = reevaluation.run(scripted_judge(score_of), ReevaluationData(ds, toy_examples()), cfg)
+    results = res.results()
+    with_ci = [r for r in results if r.low is not None]
+    assert len(with_ci) == 4 * 5 and all(r.low <= r.value <= r.high for r in with_ci)
+    got = {(r.metric, r.group["rs"]): (r.value, r.low, r.high, r.n) for r in results if r.metric in ("p_acc", "p_ser")}
+    # the numbers run_reevaluation + reporting.results gave at the same parameters (commit a6af0c5)
+    assert got == {
+        ("p_acc", "pop"): pytest.approx((5.780423280423281, 3.649801587301588, 8.357741780922897, 55)),
+        ("p_ser", "pop"): pytest.approx((20.0, 10.0, 30.0, 6)),
+        ("p_acc", "random"): pytest.approx((7.57936507936508, 5.2994227994228, 10.203040935672517, 55)),
+        ("p_ser", "random"): pytest.approx((13.333333333333336, 10.0, 20.0, 6)),
+        ("p_acc", "kfn"): pytest.approx((10.542328042328043, 7.396547619047622, 13.578965053763445, 55)),
+        ("p_ser", "kfn"): pytest.approx((36.666666666666664, 24.975, 53.333333333333336, 6)),
+        ("p_acc", "uaum"): pytest.approx((9.854497354497356, 6.450168067226891, 13.031922043010754, 55)),
+        ("p_ser", "uaum"): pytest.approx((30.0, 21.95, 40.0, 6)),
+    }
+    assert [f["kfn"].tuning.params for f in res.fitted] == [{"k": 77, "min_overlap": 8}] * 2
+    assert res.experiment == "reevaluation" and res.data_label == "toy [STAND-IN]"
+    assert set(res.timings) == {"split folds", "judge recommendations", "summarise metrics"} | {
+        f"train {name}" for name in cfg.recommenders
+    }
+    assert len(res.items()["scores"]) == len(res.judgments)

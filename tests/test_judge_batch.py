@@ -12,6 +12,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils.judge.backends.batch import BatchBackend
 from recjudge_utils.judge.client import JudgeClient, JudgeRequest
+from recjudge_utils.judge.transport import RetryPolicy
 
 SENTINEL = "sk-SENTINEL-batch-55aa"
 
@@ -51,7 +52,7 @@ def client_factory(tmp_path, monkeypatch):
             run_dir=tmp_path / run,
             cache_path=tmp_path / "cache.sqlite",
             progress=False,
-            backoff_base=0.01,
+            retry=RetryPolicy(backoff_base=0.01),
         )
         made.append(c)
         return c

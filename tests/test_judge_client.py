@@ -11,8 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, Reply
 
+from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.judge.client import JudgeClient, JudgeError, JudgeRequest, JudgeResult
-from recjudge_utils.judge.parsing import ParseError, json_field_parser
+from recjudge_utils.judge.transport import RetryPolicy
 
 SENTINEL = "sk-SENTINEL-do-not-write-7f3a9c"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
@@ -40,7 +41,7 @@ def make_client(tmp_path, monkeypatch):
     clients = []
 
     def make(srv, **kw):
-        kw.setdefault("backoff_base", 0.01)
+        kw.setdefault("retry", RetryPolicy(backoff_base=0.01))
         kw.setdefault("progress", False)
         kw.setdefault("run_name", "t")
         kw.setdefault("model", "gpt-4o-mini")
@@ -109,7 +110,7 @@ def test_identical_requests_in_one_batch_are_asked_once(make_client):
 def test_429_retry_after_is_honoured(make_client):
     script = [Reply(status=429, headers={"Retry-After": "0.4"}, error_message="slow down"), '{"score": 2}']
     with FakeOpenAIServer(script=script) as srv:
-        client = make_client(srv, backoff_base=0.001)
+        client = make_client(srv, retry=RetryPolicy(backoff_base=0.001))
         t0 = time.perf_counter()
         r = client.judge(req())
         elapsed = time.perf_counter() - t0
@@ -141,7 +142,7 @@ def test_exhausted_retries_raise_clear_error_and_are_never_cached(make_client):
         return Reply(status=500, error_message="boom") if state["fail"] else '{"score": 3}'
 
     with FakeOpenAIServer(script=script) as srv:
-        client = make_client(srv, max_retries=2)
+        client = make_client(srv, retry=RetryPolicy(max_retries=2, backoff_base=0.01))
         with pytest.raises(JudgeError) as ei:
             client.judge(req())
         msg = str(ei.value)
@@ -353,15 +354,6 @@ def test_missing_key_for_remote_endpoint_is_a_clear_error(monkeypatch, tmp_path)
     monkeypatch.delenv("MY_JUDGE_KEY", raising=False)
     with pytest.raises(RuntimeError, match="MY_JUDGE_KEY"):
         JudgeClient(model="gpt-4o", base_url="https://example.invalid/v1", api_key_env="MY_JUDGE_KEY", run_dir=tmp_path)
-
-
-def test_json_field_parser_with_client(make_client):
-    with FakeOpenAIServer(script=['{"score": "4"}', '{"score": 9}']) as srv:
-        client = make_client(srv, max_concurrency=1)
-        parse = json_field_parser("score", ("1", "2", "3", "4", "5"))
-        a, b = client.judge_many([req(0), req(1)], parse=parse)
-        assert a.status == "parsed" and a.value["score"] == "4"
-        assert b.status == "unparsed" and "not one of" in b.reason
 
 
 def test_model_name_and_context_manager(make_client):

@@ -7,23 +7,22 @@ from collections.abc import Callable
 
 import pytest
 
-from recjudge_utils.judge.parsing import (
-    ParseError,
-    _json_to_python_literals,
-    extract_label,
-    fence_spans,
-    json_field_parser,
-    parse_json_object,
-)
-from recjudge_utils.protocols.answers.arena_verdicts import (
+from recjudge_utils.answer_formats.arena_verdicts import (
     canonical_verdict,
     make_pairwise_parser,
     parse_absolute,
     parse_pairwise,
 )
-from recjudge_utils.protocols.answers.json_levels import levels_parser
-from recjudge_utils.protocols.answers.saer_fields import parse_pairwise as saer_parse_pairwise
-from recjudge_utils.protocols.answers.saer_fields import parse_pointwise
+from recjudge_utils.answer_formats.json_levels import levels_parser
+from recjudge_utils.answer_formats.parsing import (
+    ParseError,
+    _json_to_python_literals,
+    extract_label,
+    fence_spans,
+    parse_json_object,
+)
+from recjudge_utils.answer_formats.saer_fields import parse_pairwise as saer_parse_pairwise
+from recjudge_utils.answer_formats.saer_fields import parse_pointwise
 
 
 @pytest.mark.parametrize(
@@ -91,15 +90,6 @@ def test_extract_label_rejects(value):
 
 def test_extract_label_case_insensitive_words():
     assert extract_label("tie", ("A", "B", "Tie")) == "Tie"
-
-
-def test_json_field_parser():
-    parse = json_field_parser("score", ("1", "2", "3", "4", "5"))
-    assert parse('{"Score": 5, "x": 1}') == {"score": "5", "x": 1}
-    with pytest.raises(ParseError, match="no 'score' field"):
-        parse('{"rating": 5}')
-    with pytest.raises(ParseError, match="not one of"):
-        parse('{"score": 9}')
 
 
 # ------------------------------------------------------------------ exact language of the one-pass helpers

@@ -17,6 +17,7 @@ from fake_openai_server import FakeOpenAIServer
 from fake_providers import PROVIDERS
 from format_aware_script import FormatAwareScript
 
+from recjudge_utils.answer_formats.json_levels import levels_parser
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE, REASONING_HEADROOM
 from recjudge_utils.judge.profiles import (
     ProfileError,
@@ -27,7 +28,6 @@ from recjudge_utils.judge.profiles import (
 )
 from recjudge_utils.judge.transport import rejected_parameters
 from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.protocols.answers.json_levels import levels_parser
 
 SECRET = "sk-test-provider-secret-0123456789"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}

@@ -8,16 +8,16 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL, make_pairwise_parser, parse_absolute
+from recjudge_utils.answer_formats.json_levels import levels_parser
+from recjudge_utils.answer_formats.parsing import ParseError
+from recjudge_utils.answer_formats.saer_fields import parse_pairwise, parse_pointwise
+from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.judge.backends.sim import SimParameters, SimulatedJudge, simulated_answer
 from recjudge_utils.judge.client import JudgeClient
-from recjudge_utils.judge.parsing import ParseError
-from recjudge_utils.judge.truth import PreferenceTruth
 from recjudge_utils.metrics.agreement import weighted_kappa
 from recjudge_utils.metrics.pairwise import q_value, wtl_summary
 from recjudge_utils.protocols.adversarial import adversarial_outcome
-from recjudge_utils.protocols.answers.arena_verdicts import OVERALL, make_pairwise_parser, parse_absolute
-from recjudge_utils.protocols.answers.json_levels import levels_parser
-from recjudge_utils.protocols.answers.saer_fields import parse_pairwise, parse_pointwise
 from recjudge_utils.protocols.arena import PairwiseJudge, adjudicated_outcomes, resolve_aspects
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.context.saer import Catalogue, build_context

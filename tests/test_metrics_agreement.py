@@ -9,14 +9,14 @@ from sklearn.metrics import cohen_kappa_score
 
 from recjudge_utils.metrics.agreement import (
     POINTWISE_LABELS,
-    _quadratic_kappa_codes,
     agreement,
     compare_with_humans,
-    kappa,
     load_human_labels,
     pairwise_order,
     raw_agreement,
     strict_adjudicate,
+    weighted_kappa,
+    weighted_kappa_ci,
 )
 from recjudge_utils.metrics.pairwise import TIE
 from recjudge_utils.metrics.pairwise import conservative as conservative_pairwise
@@ -31,7 +31,7 @@ def test_quadratic_kappa_hand_computed():
     # is 1.75 (worked out by hand), so kappa = 1 - 0.75 / 1.75 = 4/7.
     a = [P, P, M, G, G, M]
     b = [P, M, M, G, M, G]
-    assert kappa(a, b, POINTWISE_LABELS) == pytest.approx(4 / 7)
+    assert weighted_kappa(a, b, POINTWISE_LABELS) == pytest.approx(4 / 7)
     assert raw_agreement(a, b) == pytest.approx(3 / 6)
 
 
@@ -42,23 +42,35 @@ def test_kappa_matches_sklearn_on_random_labels():
         a = rng.choice(labels, size=40).tolist()
         b = [x if rng.random() < 0.6 else rng.choice(labels) for x in a]
         expected = cohen_kappa_score(a, b, labels=labels, weights="quadratic")
-        assert kappa(a, b, labels) == pytest.approx(expected)
+        assert weighted_kappa(a, b, labels) == pytest.approx(expected)
         assert agreement(a, b, labels, n_boot=50).kappa == pytest.approx(expected)
 
 
-def test_fast_bootstrap_kappa_matches_sklearn():
+def test_kappa_on_codes_is_sklearns_to_the_last_bit():
     rng = np.random.default_rng(5)
     for k in (2, 3, 5):
         x = rng.integers(0, k, size=30)
         y = np.where(rng.random(30) < 0.5, x, rng.integers(0, k, size=30))
         expected = cohen_kappa_score(x, y, labels=list(range(k)), weights="quadratic")
-        assert _quadratic_kappa_codes(x, y, k) == pytest.approx(expected)
+        assert weighted_kappa(x, y, list(range(k))) == expected  # the chapters' kappas did not move
+
+
+def test_kappa_ci_is_a_bootstrap_over_the_labelled_cases():
+    rng = np.random.default_rng(2)
+    a = rng.choice(POINTWISE_LABELS, size=80).tolist()
+    b = [x if rng.random() < 0.7 else P for x in a]
+    res = weighted_kappa_ci([*a, None], [*b, G], POINTWISE_LABELS, n_boot=300)
+    assert res.n == 80 and res.value == weighted_kappa(a, b, POINTWISE_LABELS)
+    assert -1 <= res.low <= res.value <= res.high <= 1 and res.se > 0
+    assert res == weighted_kappa_ci([*a, None], [*b, G], POINTWISE_LABELS, n_boot=300)  # seeded
+    constant = weighted_kappa_ci([P, P, P], [P, P, P], POINTWISE_LABELS)
+    assert np.isnan(constant.value) and np.isnan(constant.low) and constant.n == 3
 
 
 def test_kappa_order_matters_for_quadratic_weights():
     # Good-vs-Poor disagreements must cost more than Good-vs-Partial ones.
-    near = kappa([G, G, P, P, M, M], [M, G, P, P, M, M], POINTWISE_LABELS)
-    far = kappa([G, G, P, P, M, M], [P, G, P, P, M, M], POINTWISE_LABELS)
+    near = weighted_kappa([G, G, P, P, M, M], [M, G, P, P, M, M], POINTWISE_LABELS)
+    far = weighted_kappa([G, G, P, P, M, M], [P, G, P, P, M, M], POINTWISE_LABELS)
     assert near > far
 
 
@@ -105,8 +117,8 @@ def test_pairwise_order_is_ordinal_with_tie_in_the_middle():
     order = pairwise_order("co-occurrence", "embedding")
     assert order == ("embedding", TIE, "co-occurrence")
     # a flip (co-occ vs embedding) costs more than co-occ vs tie
-    k_flip = kappa(["co-occurrence", "embedding", TIE], ["embedding", "embedding", TIE], order)
-    k_tie = kappa(["co-occurrence", "embedding", TIE], [TIE, "embedding", TIE], order)
+    k_flip = weighted_kappa(["co-occurrence", "embedding", TIE], ["embedding", "embedding", TIE], order)
+    k_tie = weighted_kappa(["co-occurrence", "embedding", TIE], [TIE, "embedding", TIE], order)
     assert k_tie > k_flip
 
 

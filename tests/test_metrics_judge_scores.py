@@ -29,7 +29,7 @@ def test_three_class_accuracy_hand_value():
     pred = [1, 2, NAN, 4, 3]
     truth = [2, 4, 3, 5, 2]
     # classes: pred -1,-1,(nan),+1,0 ; truth -1,+1,0,+1,-1 -> matches 1,0,-,1,0 -> 2/4
-    assert jm.three_class_accuracy(pred, truth) == pytest.approx(0.5)
+    assert jm.summarize_predictions(pred, truth, n_boot=50)["acc3"] == pytest.approx(0.5)
 
 
 def test_unparsed_rate():
@@ -45,8 +45,8 @@ def test_metrics_match_sklearn_on_random_data():
     ok = ~np.isnan(pred)
     assert jm.mae(pred, truth) == pytest.approx(mean_absolute_error(truth[ok], pred[ok]))
     acc = accuracy_score(np.sign(truth[ok] - 3), np.sign(pred[ok] - 3))
-    assert jm.three_class_accuracy(pred, truth) == pytest.approx(acc)
     row = jm.summarize_predictions(pred, truth, n_boot=200)
+    assert row["acc3"] == pytest.approx(acc)
     kappa = cohen_kappa_score(truth[ok].astype(int), pred[ok].astype(int), labels=[1, 2, 3, 4, 5], weights="quadratic")
     assert row["kappa_qw"] == pytest.approx(kappa)
     assert row["n_unparsed"] == 17 and row["n_parsed"] == 183

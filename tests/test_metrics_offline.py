@@ -9,7 +9,6 @@ from sklearn.metrics import ndcg_score, roc_auc_score
 
 from recjudge_utils.metrics.offline import (
     auc_per_user,
-    cosine_similarity_fn,
     evaluate_recommender,
     genre_jaccard,
     ndcg_per_user,
@@ -49,17 +48,13 @@ def test_ndcg_by_hand_and_sklearn():
     assert ndcg_per_user(recs[:1], [{11, 14}], k=5)[0] == pytest.approx(ndcg_score(y_true, y_score, k=5))
 
 
-def test_urd_hand_computed_with_genre_jaccard_and_cosine():
+def test_urd_hand_computed_with_genre_jaccard():
     items = pd.DataFrame({"item": [1, 2, 3], "genres": [["Action", "Drama"], ["Drama"], ["Comedy"]]})
     sim = genre_jaccard(items)
     assert sim(1, 2) == 0.5 and sim(1, 3) == 0.0 and sim(2, 2) == 1.0
     # pairs: (1,2)=0.5, (1,3)=0, (2,3)=0 -> mean 1/6 -> URD 5/6
     assert urd([1, 2, 3], sim) == pytest.approx(1 - 1 / 6)
     assert urd([2, 2], sim) == 0.0 and np.isnan(urd([1], sim))
-    emb = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
-    cos = cosine_similarity_fn([1, 2, 3], emb)
-    expected = 1 - (0.0 + np.sqrt(0.5) + np.sqrt(0.5)) / 3
-    assert urd([1, 2, 3], cos) == pytest.approx(expected)
 
 
 def test_pearson_uses_scipy_and_four_points_give_p_equal_one_minus_r():

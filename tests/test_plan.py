@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 
 from recjudge_utils.book.usage import earlier_calls, plan_summary, token_rule
-from recjudge_utils.experiments.reevaluation import ReevaluationConfig, run_reevaluation
-from recjudge_utils.experiments.saer import make_recommenders
+from recjudge_utils.experiments.reevaluation import ReevaluationConfig, ReevaluationData
+from recjudge_utils.experiments.saer import SAER_MODELS
 from recjudge_utils.judge.planning import JUDGE_FILE, PLAN_FILE, SAMPLES_FILE, ChatTokenizer, prompt_chars
 from recjudge_utils.judge.profiles import load_profile, open_judge
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.paths import project_root
+from recjudge_utils.recommenders import make_recommender
 from recjudge_utils.recommenders.artifacts import ArtifactStore, compute_log
 from recjudge_utils.recommenders.plan_standin import (
     METHODS_FILE,
@@ -75,16 +76,17 @@ def test_reevaluation_in_plan_mode_tunes_nothing(
     from test_experiment_reevaluation import interactions, score_of, toy_examples, toy_items
 
     import recjudge_utils.experiments.reevaluation as reevaluation
+    import recjudge_utils.recommenders.training as training
     from recjudge_utils.data import Dataset
 
     def no_tuning(*args: object, **kwargs: object) -> None:
         raise AssertionError("plan mode ran a TPE study")
 
-    monkeypatch.setattr(reevaluation, "tune", no_tuning)
+    monkeypatch.setattr(training, "tune", no_tuning)
     ds = Dataset("toy", interactions(), toy_items(), None, "toy data", False, "test")
     config = ReevaluationConfig(recommenders=("pop", "bprmf", "kfn"), n_trials=3, n_users=3, top_k=5, n_boot=50)
     judge = scripted_judge(score_of)
-    run = run_reevaluation(judge, ds, toy_examples(), config, progress=False)
+    run = reevaluation.run(judge, ReevaluationData(ds, toy_examples()), config)
     models = {name: fit.model for name, fit in run.fitted[0].items()}
     assert not isinstance(models["pop"], StandInRecommender)  # Pop learns nothing: fitted, exact lists
     assert isinstance(models["bprmf"], StandInRecommender) and isinstance(models["kfn"], StandInRecommender)
@@ -136,7 +138,7 @@ def test_stand_in_lists_differ_between_models(plan_mode: Path) -> None:
 
 def test_saer_models_fitted_from_cache_or_stood_in(plan_mode: Path, isolated_runs: Path) -> None:
     train = toy()
-    recs = make_recommenders()
+    recs = {alg: make_recommender(key, **params) for alg, (key, params) in SAER_MODELS.items()}
     cooc = fit_or_stand_in("co-occurrence", recs["co-occurrence"], train, toy_items(), key="c")
     emb = fit_or_stand_in("embedding", recs["embedding"], train, toy_items(), key="e")
     assert not isinstance(cooc, StandInRecommender)  # counting, not learning: fitted, exact
@@ -146,7 +148,8 @@ def test_saer_models_fitted_from_cache_or_stood_in(plan_mode: Path, isolated_run
     def encoder(texts: list[str]) -> np.ndarray:
         return np.random.default_rng(len(texts)).normal(size=(len(texts), 8))
 
-    given = make_recommenders(encoder=encoder)["embedding"]  # a caller's cheap encoder is used, nothing written
+    # a caller's cheap encoder is used, nothing written
+    given = make_recommender("embedding", **SAER_MODELS["embedding"][1], encoder=encoder)
     assert not isinstance(fit_or_stand_in("embedding", given, train, toy_items(), key="e2"), StandInRecommender)
     assert not (isolated_runs / "embeddings").exists()
     assert [m["method"] for m in methods(plan_mode)] == ["fitted", "stand-in", "fitted"]

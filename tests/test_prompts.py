@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from recjudge_utils.prompts import ANSWER_FORMATS, PromptFileError, list_prompts, load_prompt, parse_prompt
+from recjudge_utils.answer_formats import ANSWER_FORMATS
+from recjudge_utils.prompts import PromptFileError, list_prompts, load_prompt, parse_prompt
 
 GOOD = """---
 id: test/x

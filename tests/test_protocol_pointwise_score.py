@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import with_label_probs
 
-from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.protocols import few_shot
 from recjudge_utils.protocols import pointwise_score as sj
 from recjudge_utils.protocols.context.serendipity import format_item, item_texts
@@ -98,6 +98,9 @@ def test_paper_table1_transcription():
 
 
 # ----------------------------------------------------------------------------------------------- parsing
+def parser_for(template: str, stage: int = 0):
+    """The strict parser of a template's ``stage``-th call, as the judge builds it from the prompt's answer format."""
+    return sj.template_stages(template)[stage].parser()
 
 
 @pytest.mark.parametrize(
@@ -111,7 +114,7 @@ def test_paper_table1_transcription():
 )
 def test_parse_base_and_ls_valid(text, expected):
     for template in ("base", "ls"):
-        assert sj.parser_for(template)(text) == {"score": expected}
+        assert parser_for(template)(text) == {"score": expected}
 
 
 @pytest.mark.parametrize(
@@ -133,11 +136,11 @@ def test_parse_base_and_ls_valid(text, expected):
 )
 def test_parse_base_malformed_raises(text):
     with pytest.raises(ParseError):
-        sj.parser_for("base")(text)
+        parser_for("base")(text)
 
 
 def test_parse_cot_requires_all_three_scores():
-    parse = sj.parser_for("cot")
+    parse = parser_for("cot")
     assert parse('{"relevance": 4, "unexpectedness": 2, "score": 3}') == {
         "relevance": 4,
         "unexpectedness": 2,
@@ -149,11 +152,11 @@ def test_parse_cot_requires_all_three_scores():
 
 
 def test_parse_ltm_steps():
-    assert sj.parser_for("ltm", 0)('{"relevance": 5}') == {"relevance": 5}
-    assert sj.parser_for("ltm", 1)('{"unexpectedness": 1}') == {"unexpectedness": 1}
-    assert sj.parser_for("ltm", 2)('{"score": 2}') == {"score": 2}
+    assert parser_for("ltm", 0)('{"relevance": 5}') == {"relevance": 5}
+    assert parser_for("ltm", 1)('{"unexpectedness": 1}') == {"unexpectedness": 1}
+    assert parser_for("ltm", 2)('{"score": 2}') == {"score": 2}
     with pytest.raises(ParseError):
-        sj.parser_for("ltm", 1)('{"relevance": 5}')
+        parser_for("ltm", 1)('{"relevance": 5}')
 
 
 # ----------------------------------------------------------------------------------------------- few-shot selection

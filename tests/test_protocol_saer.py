@@ -5,7 +5,6 @@ Judges are the shared scripted judge of conftest.py: a real JudgeClient over a s
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
 import re
 
@@ -13,36 +12,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge_utils.data import Dataset
-from recjudge_utils.experiments.saer import ALGORITHMS, SaerConfig, run_saer, sample_customers
-from recjudge_utils.judge.parsing import ParseError
+from recjudge_utils.answer_formats.parsing import ParseError
+from recjudge_utils.answer_formats.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
+from recjudge_utils.experiments.saer import ALGORITHMS
 from recjudge_utils.metrics.pairwise import conservative
 from recjudge_utils.prompts import PromptFileError, parse_prompt
 from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
-from recjudge_utils.protocols.answers.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
 from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, build_context, domain_for, render_list
 from recjudge_utils.protocols.saer import (
     VERSIONS,
     few_shot_answers,
     history_only,
     load_template,
-    map_verdict,
     pairwise_request,
     pointwise_request,
+    set_position,
 )
 from recjudge_utils.reporting.paper import paper_table as _paper_table
-from recjudge_utils.reporting.saer import (
-    adjudicated_pairs,
-    agreement_table,
-    copied_from_examples,
-    flagged_summary,
-    observations,
-    table1,
-    table2,
-    table3,
-    time_cost,
-    unparsed_summary,
-)
 
 
 def paper_table(name: str) -> pd.DataFrame:
@@ -302,12 +288,11 @@ def test_pairwise_parser_rejects(text):
 def test_swap_mapping_and_adjudication():
     a, b = ALGORITHMS
     # order 1: a shown as Set 1; order 2: b shown as Set 1
-    assert map_verdict("Set 1", a, b) == a and map_verdict("Set 2", b, a) == a
-    assert map_verdict("Tie", a, b) == "Tie" and map_verdict(None, a, b) is None
+    assert set_position("Set 1") == "first" and set_position("Set 2") == "second" and set_position("Tie") == "tie"
     # a judge that always answers "Set 1" picks a in one order and b in the other: a tie
-    assert adjudicate_swap(map_verdict("Set 1", a, b), map_verdict("Set 1", b, a)) == "Tie"
+    assert adjudicate_swap(a, b) == "Tie"
     # a content-consistent judge: Set 1 then Set 2 maps to a both times
-    assert adjudicate_swap(map_verdict("Set 1", a, b), map_verdict("Set 2", b, a)) == a
+    assert adjudicate_swap(a, a) == a
     assert adjudicate_swap("Tie", "Tie") == "Tie"
     assert adjudicate_swap(a, "Tie") == "Tie"
     assert adjudicate_swap(a, None) is None
@@ -332,198 +317,3 @@ def test_adversarial_pairs_never_same_customer_balanced_and_seeded():
     assert adversarial_outcome("Set 1", 2) == "wrong"
     assert adversarial_outcome("Tie", 1) == "tie"
     assert adversarial_outcome(None, 1) is None
-
-
-# -- the run with the scripted judge ---------------------------------------------------------
-def _toy_dataset(n_users=24, n_items=40, seed=0):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for u in range(1, n_users + 1):
-        n = 6 + (u % 3) * 5
-        for j, it in enumerate(rng.choice(np.arange(1, n_items + 1), size=n, replace=False)):
-            rows.append((u, int(it), float(rng.integers(1, 6)), 1_000_000 + j * DAY + u))
-    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
-    return Dataset("toy", inter, _toy_items(n_items), None, label="toy (stand-in)", is_real=False, source="test")
-
-
-def _bag_of_words(texts):
-    vocab = sorted({w for t in texts for w in re.findall(r"\w+", t.lower())})
-    index = {w: i for i, w in enumerate(vocab)}
-    out = np.zeros((len(texts), len(vocab)), dtype=np.float32)
-    for r, t in enumerate(texts):
-        for w in re.findall(r"\w+", t.lower()):
-            out[r, index[w]] += 1
-    return out
-
-
-def _always_set_1(req):
-    if req.template_id.split("/")[-1].startswith("pointwise"):
-        return "REASONING: fine.\nCATEGORY: Partial Match\nFLAGGED ITEMS: 2"
-    return "REASONING: first looks better.\nVERDICT: Set 1"
-
-
-def _requests(client):
-    return [r for _, reqs in client.calls for r in reqs]
-
-
-def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_judge):
-    ds = _toy_dataset()
-    cfg = SaerConfig(
-        n_customers=9, prompt_versions=("v1", "v3"), main_version="v3", n_boot=100, pointwise_ablation=True
-    )
-    client = scripted_judge(_always_set_1)
-    run = run_saer(client, ds, cfg, encoder=_bag_of_words)
-    # calls: pointwise 2 algs x 9 x 2 versions, pairwise 9 x 2 orders, adversarial 9 x 2 versions
-    assert len(_requests(client)) == 36 + 18 + 18
-    # requests grouped by template (prefix reuse): pointwise v3 -> pointwise v1 -> pairwise v3 (the swapped
-    # comparisons, then the v3 adversarial pairs on the same template) -> pairwise v1 (adversarial)
-    ids = [r.template_id for r in _requests(client)]
-    switches = [b for a, b in itertools.pairwise(ids) if a != b]
-    assert switches == ["saer/movies/pointwise_v1", "saer/movies/pairwise_v3", "saer/movies/pairwise_v1"]
-    # Table 1: everything Partial
-    t1 = table1(run)
-    assert t1.loc[t1["category"] == "Partial Match", "ours_%"].tolist() == [100.0, 100.0]
-    assert (t1["n_unparsed"] == 0).all()
-    assert t1["paper_SAER_%"].tolist() == paper_table("table1")["saer_pct"].tolist()
-    fl = flagged_summary(run)
-    assert fl["mean_flagged_per_list"].tolist() == [1.0, 1.0]
-    # Table 2: raw rates split 50/50 by position; the swap turns every pair into a tie
-    t2, metrics = table2(run)
-    raw, adj = t2.iloc[0], t2.iloc[1]
-    assert raw["cooccurrence_win_%"] == 50.0 and raw["embedding_win_%"] == 50.0
-    assert adj["tie_%"] == 100.0
-    assert metrics.iloc[0]["ours"].startswith("0/9")
-    assert (adjudicated_pairs(run)["consistent"] == False).all()  # noqa: E712
-    # Table 3: "correct" exactly when the genuine list happened to be shown first
-    t3 = table3(run)
-    adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
-    expected = 100 * float((adv["genuine_position"] == 1).mean())
-    row = t3.loc[t3["evaluator"].str.endswith("(v3)")].iloc[0]
-    assert row["correct_%"] == pytest.approx(expected)
-    assert row["chose_Set_1_%"] == 100.0
-    assert t3["evaluator"].str.startswith("paper: Human").sum() == 2
-    # agreement: identical constant answers across versions -> full raw agreement, undefined kappa
-    ag = agreement_table(run)
-    pw = ag.loc[ag["task"] == "pointwise"].iloc[0]
-    assert pw["raw_agreement_%"] == 100.0 and np.isnan(pw["kappa_w"])
-    orders = ag.loc[ag["task"] == "pairwise"].iloc[0]
-    assert orders["raw_agreement_%"] == 0.0 and orders["kappa_w"] == pytest.approx(0.0)  # constant vs constant
-    tc = time_cost(run)
-    assert tc.iloc[0, 1].startswith("72 (72 fresh")
-    assert unparsed_summary(run)["unparsed"].sum() == 0
-
-
-def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
-    """A judge that prefers the set sharing more genres with the history is position-consistent;
-    garbage answers are counted as unparsed, never replaced."""
-    ds = _toy_dataset()
-    cat = Catalogue.from_items(ds.items)
-
-    def overlap(block, history_genres):
-        titles = re.findall(r"^\d+\. (Movie \d+)", block, re.M)
-        ids = [int(t.split()[1]) for t in titles]
-        return sum(len(set(cat.categories[i]) & history_genres) for i in ids)
-
-    def answer(req):
-        text = req.messages[-1]["content"]
-        hist = text.split("RECOMMENDATIONS")[0].split("SET 1")[0]
-        genres = {g for g in ("Action", "Comedy", "Drama", "Horror") if g in hist}
-        if "pointwise_v1" in req.template_id:
-            return "I think it is fine."  # unparseable
-        if req.template_id.split("/")[-1].startswith("pointwise"):
-            return "REASONING: ok\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
-        s1, s2 = text.split("SET 2")
-        a, b = overlap(s1.split("SET 1")[1], genres), overlap(s2, genres)
-        verdict = "Set 1" if a > b else "Set 2" if b > a else "Tie"
-        return f"REASONING: overlap {a} vs {b}\nVERDICT: {verdict}"
-
-    cfg = SaerConfig(n_customers=8, prompt_versions=("v1", "v3"), n_boot=100, pointwise_ablation=True)
-    run = run_saer(scripted_judge(answer), ds, cfg, encoder=_bag_of_words)
-    adj = adjudicated_pairs(run)
-    assert adj["consistent"].all()  # content-only judge: same verdict in both orders
-    pw = run.pointwise
-    v1 = pw.loc[pw["prompt_version"] == "v1"]
-    assert (v1["status"] == "unparsed").all() and v1["category"].isna().all()
-    summary = unparsed_summary(run).set_index(["task", "prompt_version"])
-    assert summary.loc[("pointwise", "v1"), "unparsed"] == 16
-    assert summary.loc[("pointwise", "v3"), "unparsed"] == 0
-    ag = agreement_table(run)
-    assert ag.loc[ag["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
-
-
-def test_sample_customers_stratified_and_seeded():
-    ds = _toy_dataset(n_users=30)
-    s = sample_customers(ds.interactions, 9, seed=1)
-    assert s["user"].is_unique and len(s) == 9
-    assert s["engagement"].value_counts().to_dict() == {"low": 3, "medium": 3, "high": 3}
-    pd.testing.assert_frame_equal(s, sample_customers(ds.interactions, 9, seed=1))
-    with pytest.raises(ValueError):
-        sample_customers(ds.interactions, 999)
-    with pytest.raises(ValueError):
-        SaerConfig(n_customers=1)
-    with pytest.raises(ValueError):
-        SaerConfig(prompt_versions=("v1",), main_version="v3")
-
-
-def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge):
-    tie_example = few_shot_answers(load_template("movies", "pairwise", "v3"))[-1]
-
-    def answer(req):
-        if req.template_id.split("/")[-1].startswith("pointwise"):
-            return "REASONING: my own words here.\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
-        if req.template_id.endswith("_v3"):
-            return tie_example  # copies the explicit tie example verbatim
-        return "REASONING: short.\nVERDICT: Tie"
-
-    run = run_saer(
-        scripted_judge(answer),
-        _toy_dataset(),
-        SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50, pointwise_ablation=True),
-        encoder=_bag_of_words,
-    )
-    cp = copied_from_examples(run).set_index(["task", "prompt_version"])
-    col = "reusing_>=40_chars_of_an_example"
-    assert cp.loc[("pairwise", "v3"), col] == 8 and cp.loc[("adversarial", "v3"), col] == 4
-    assert cp.loc[("pointwise", "v3"), col] == 0
-    assert cp.loc[("adversarial", "v1"), "few_shot_answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
-    text = " ".join(observations(run))
-    assert "Both presentation orders agreed for 4 of 4" in text
-    assert "4 of the consistent verdicts were 'Tie' in both orders" in text
-
-
-def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path, scripted_judge):
-    data = pytest.importorskip("recjudge_utils.data")
-    folder = tmp_path / "amazon-beauty"
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    cats = [["Beauty", "Hair Care", "Styling Tools"], ["Beauty", "Skin Care", "Serums"], ["Beauty", "Makeup", "Lips"]]
-    with gzip.open(folder / "reviews_Beauty_5.json.gz", "wt", encoding="utf-8") as fh:
-        for r in range(12):
-            for j, p in enumerate(rng.choice(20, size=6, replace=False)):
-                rec = {
-                    "reviewerID": f"R{r}",
-                    "asin": f"P{p:03d}",
-                    "overall": float(rng.integers(1, 6)),
-                    "unixReviewTime": 1_400_000_000 + j * DAY,
-                }
-                fh.write(json.dumps(rec) + "\n")
-    with gzip.open(folder / "meta_Beauty.json.gz", "wt", encoding="utf-8") as fh:
-        for p in range(20):
-            rec = {"asin": f"P{p:03d}", "categories": [cats[p % 3]]}
-            if p % 4:
-                rec["title"] = f"Product {p}"
-            if p % 2:
-                rec["brand"] = f"Brand{p % 5}"
-            fh.write(repr(rec) + "\n")
-    ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
-    client = scripted_judge(_always_set_1)
-    cfg = SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=50, pointwise_ablation=True)
-    run = run_saer(client, ds, cfg, encoder=_bag_of_words)
-    assert run.domain == "ecommerce" and "stand-in" not in run.dataset_label
-    assert {r.template_id.split("/")[1] for r in _requests(client)} == {"ecommerce"}
-    body = _requests(client)[0].messages[-1]["content"]
-    assert "Purchase history (reviewed 3-5 stars)" in body and "Recent searches: not available" in body
-    assert "Bought but disliked (reviewed 1-2 stars)" in body
-    # products without a title in the metadata are named by their ASIN, never given an invented title
-    assert any("untitled product P0" in r.messages[-1]["content"] for r in _requests(client))
-    assert len(table1(run)) == 6

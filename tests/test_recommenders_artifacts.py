@@ -6,9 +6,9 @@ from __future__ import annotations
 import optuna
 import pandas as pd
 
+from recjudge_utils.recommenders import SEARCH_SPACES
 from recjudge_utils.recommenders.artifacts import ArtifactStore, code_hash, dataset_fingerprint, function_hash
-from recjudge_utils.recommenders.training import train_or_load
-from recjudge_utils.recommenders.tuning import SEARCH_SPACES, tune
+from recjudge_utils.recommenders.training import train_or_load, tune
 
 
 def toy(n_users: int = 12, n_items: int = 10) -> pd.DataFrame:

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from recjudge_utils.recommenders import RECOMMENDERS, Recommender, make_recommender
-from recjudge_utils.recommenders.tuning import tune, validation_recall
+from recjudge_utils.recommenders.training import tune, validation_recall
 
 # Small, fast settings for the torch models (the defaults are for real data).
 FAST = {

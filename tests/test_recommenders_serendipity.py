@@ -233,7 +233,7 @@ def test_uaum_items_without_training_ratings_are_not_pushed():
 def test_search_spaces_keep_the_unexpectedness_weight_positive():
     import optuna
 
-    from recjudge_utils.recommenders.tuning import SEARCH_SPACES  # imported here: the tuner needs optuna
+    from recjudge_utils.recommenders import SEARCH_SPACES
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     train = random_ratings(seed=6)

@@ -43,6 +43,8 @@ class ArchiveError(ValueError):
 
 @dataclass
 class Archive:
+    """A verified archive's contents: its header, the judge's answers and each notebook's results."""
+
     header: dict[str, Any]
     answers: list[dict[str, Any]]
     results: dict[str, dict[str, Any]]

@@ -18,6 +18,7 @@ __all__ = ["problems"]
 
 
 def problems(path: Path) -> list[str]:
+    """What keeps a committed notebook from being clean: outputs, execution counts, unreadable parameters."""
     nb = nbformat.read(path, as_version=4)
     found = []
     has_parameters = False
@@ -45,6 +46,7 @@ def problems(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Check every notebook in the given folders (default ``notebooks``); 1 if any has a problem."""
     folders = [Path(a) for a in (argv if argv is not None else sys.argv[1:])] or [Path("notebooks")]
     found = [p for folder in folders for nb in sorted(folder.glob("*.ipynb")) for p in problems(nb)]
     for line in found:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import difflib
 import json
 import os
 import platform
@@ -41,6 +40,7 @@ from recjudge_utils.judge.profiles import JudgeProfile
 from recjudge_utils.paths import DEFAULT_RUN, MANIFEST_FILE, check_run_name, project_root, runs_dir
 from recjudge_utils.recommenders.artifacts import compute_log
 from recjudge_utils.recommenders.plan_standin import FITTED, METHODS_FILE, STAND_IN, STORED
+from recjudge_utils.registry import suggestion
 
 __all__ = [
     "DeclaredParameter",
@@ -110,6 +110,7 @@ class RunManifest:
 
     @property
     def model(self) -> str:
+        """The judge's model name."""
         return str(self.judge.get("model"))
 
 
@@ -432,10 +433,7 @@ def check_parameter_names(names: Iterable[str]) -> None:
 def unknown_parameters_message(unknown: Sequence[str], known: Iterable[str], notebooks: Sequence[str]) -> str:
     """Which ``-p`` names no selected notebook declares, each with the closest declared names."""
     known = sorted(known)
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        parts.append(f"{name!r}" + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""))
+    parts = [f"{name!r}{suggestion(name, known, n=3)}" for name in unknown]
     plural = len(parts) > 1
     return (
         f"parameter{'s' if plural else ''} {', '.join(parts)} {'are' if plural else 'is'} declared by none of "

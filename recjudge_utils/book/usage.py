@@ -90,6 +90,8 @@ def _prices(profile: JudgeProfile) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Latency:
+    """Seconds per judge call and where the number comes from (earlier runs or the stated default)."""
+
     seconds: float
     source: str
 

@@ -56,47 +56,18 @@ def load_dataset(
     download. ``options`` go to the dataset's loader (e.g. ``genre="poetry"`` for goodreads, ``split="train"``
     for mind). Serendipity-2018 is not a ``Dataset``: use :func:`load_serendipity_pairs`.
     """
-    if name == "serendipity-2018":
+    spec = REGISTRY[name]
+    if spec.loader is None:  # Serendipity-2018, the one dataset that is judged pairs rather than interactions
         raise ValueError("Serendipity-2018 is loaded as judged pairs: use load_serendipity_pairs()")
     folder = dataset_folder(name, data_dir)
-    if present_file_set(name, data_dir) is None and not _has_alternative_files(name, folder, options):
+    if present_file_set(name, data_dir) is None and not (spec.other_files and spec.other_files(folder, options)):
         if not fetch:
             raise DatasetNotAvailableError(instructions(name, data_dir))
         _fetch(name, data_dir)
-    if name == "ml-100k":
-        from .movielens import load_ml100k
-
-        return load_ml100k(folder, verbose=verbose, **options)
-    if name == "ml-1m":
-        from .movielens import load_ml1m
-
-        return load_ml1m(folder, verbose=verbose, **options)
-    if name == "goodreads":
-        from .goodreads import load_goodreads
-
-        return load_goodreads(folder, verbose=verbose, **options)  # type: ignore[arg-type]
-    if name == "amazon-beauty":
-        from .amazon import load_amazon_beauty
-
-        return load_amazon_beauty(folder, verbose=verbose, **options)
-    if name == "mind":
-        from .mind import load_mind
-
-        return load_mind(folder, verbose=verbose, **options)  # type: ignore[arg-type]
-    raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+    return spec.loader(folder, verbose=verbose, **options)
 
 
 _fetch = fetch
-
-
-def _has_alternative_files(name: str, folder: Path, options: dict) -> bool:
-    """Loaders that accept files beyond the registry's default set (another Goodreads genre, MIND dev split)."""
-    if name == "goodreads" and "genre" in options:
-        g = options["genre"]
-        return (folder / f"goodreads_interactions_{g}.json.gz").is_file()
-    if name == "mind" and "split" in options:
-        return (folder / str(options["split"]) / "behaviors.tsv").is_file()
-    return False
 
 
 def load_serendipity_pairs(

@@ -52,6 +52,7 @@ def _cmd_info(name: str, data_dir: str | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The data command; returns its exit code."""
     parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
     parser.add_argument("--data-dir", default=None, help="dataset root (default: paths.data_dir())")
     sub = parser.add_subparsers(dest="command", required=True)

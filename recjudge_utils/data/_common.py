@@ -67,6 +67,7 @@ class Dataset:
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """The hex sha256 of a file, read in chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
@@ -75,6 +76,7 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def require_file(path: Path, dataset: str) -> Path:
+    """``path`` if it is a file, else a :class:`DatasetNotAvailableError` saying how to get the dataset."""
     if not path.is_file():
         raise DatasetNotAvailableError(
             f"{dataset}: expected file {path} is missing. Run `python -m recjudge_utils.data fetch {dataset}` "
@@ -126,6 +128,7 @@ def iter_json_lines(path: Path, parser: Callable[[str], Any] | None = None) -> I
 
 
 def require_keys(rec: dict, keys: Sequence[str], path: Path, lineno: int) -> None:
+    """Raise :class:`DataFormatError` naming the file and line if ``rec`` lacks any of ``keys``."""
     missing = [k for k in keys if k not in rec]
     if missing:
         raise DataFormatError(f"{path}: line {lineno} lacks field(s) {missing} (has {sorted(rec)[:12]})")

@@ -33,6 +33,7 @@ from ._common import (
     require_keys,
     tidy_interactions,
 )
+from .fetch import DatasetSpec, Download, register_dataset
 
 FILE_SETS = (
     ("reviews_Beauty_5.json.gz", "meta_Beauty.json.gz", "2014"),
@@ -77,6 +78,7 @@ def _price(value: object) -> float | None:
 
 
 def load_amazon_beauty(folder: Path, verbose: bool = True) -> Dataset:
+    """Amazon Beauty reviews and product metadata from ``folder`` (the first complete file set of :data:`FILE_SETS`)."""
     folder = Path(folder)
     chosen = next(((r, m, v) for r, m, v in FILE_SETS if (folder / r).is_file() and (folder / m).is_file()), None)
     if chosen is None:
@@ -160,3 +162,33 @@ def load_amazon_beauty(folder: Path, verbose: bool = True) -> Dataset:
         )
         print(f"Source: {source}")
     return ds
+
+
+register_dataset(
+    DatasetSpec(
+        name="amazon-beauty",
+        title="Amazon Beauty (McAuley et al. 2015 / He & McAuley 2016; 2018 version: Ni et al. 2019)",
+        homepage="https://cseweb.ucsd.edu/~jmcauley/datasets/amazon/links.html",
+        terms="Amazon review data (UCSD): research use; cite He & McAuley WWW 2016 (2014 data) or Ni et al. 2019",
+        file_sets=(
+            ("reviews_Beauty_5.json.gz", "meta_Beauty.json.gz"),
+            ("All_Beauty.json.gz", "meta_All_Beauty.json.gz"),
+            ("Beauty.json.gz", "meta_All_Beauty.json.gz"),
+        ),
+        downloads=(
+            Download(
+                "http://snap.stanford.edu/data/amazon/productGraph/categoryFiles/reviews_Beauty_5.json.gz",
+                "reviews_Beauty_5.json.gz",
+            ),
+            Download(
+                "http://snap.stanford.edu/data/amazon/productGraph/categoryFiles/meta_Beauty.json.gz",
+                "meta_Beauty.json.gz",
+            ),
+        ),
+        notes=(
+            "2018 alternative: All_Beauty.json.gz and meta_All_Beauty.json.gz from "
+            "https://nijianmo.github.io/amazon/index.html (strict JSON lines)."
+        ),
+        loader=load_amazon_beauty,
+    )
+)

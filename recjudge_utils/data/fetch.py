@@ -1,6 +1,8 @@
 """Dataset registry and the data command's ``fetch``.
 
-Each dataset has an official source, the files a loader needs and a target folder ``paths.data_dir()/<name>``.
+Each dataset has an official source, the files a loader needs, the loader, and a target folder
+``paths.data_dir()/<name>``: its loader module registers a :class:`DatasetSpec` with :func:`register_dataset`, and
+``REGISTRY`` lists the module, which is imported when the name is first looked up.
 ``fetch(name)`` leaves the folder complete or raises :class:`DatasetNotAvailableError` whose message says what to
 download, from where, and where to put it. Nothing here is committed: ``data/`` is git-ignored.
 
@@ -19,12 +21,13 @@ import sys
 import tempfile
 import urllib.request
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import data_dir as default_data_dir
-from ._common import DatasetNotAvailableError, sha256_file
+from ..registry import Registry
+from ._common import Dataset, DatasetNotAvailableError, sha256_file
 
 RECBOLE_VERSION = "1.2.1"
 RECBOLE_WHEEL_SHA256 = "9c9948202011f37eb0a7c6768129313f00d6403ad221ec940d5e2d5d5f33a407"
@@ -39,6 +42,8 @@ DOWNLOAD_TIMEOUT_S = 20
 
 @dataclass(frozen=True)
 class Download:
+    """One file to download for a dataset, with its published checksum if there is one."""
+
     url: str
     filename: str
     sha256: str | None = None  # None: no published checksum; the measured sha256 is recorded in PROVENANCE.json
@@ -47,6 +52,8 @@ class Download:
 
 @dataclass(frozen=True)
 class DatasetSpec:
+    """A registered dataset: where it comes from, its terms, the files it needs and the loader that reads them."""
+
     name: str
     title: str
     homepage: str
@@ -54,130 +61,39 @@ class DatasetSpec:
     file_sets: tuple[tuple[str, ...], ...]  # alternative complete sets of files (relative to the folder)
     downloads: tuple[Download, ...] = ()
     notes: str = ""
-    extra_instructions: tuple[str, ...] = field(default_factory=tuple)
+    loader: Callable[..., Dataset] | None = None  # (folder, verbose=..., **options); None: not a Dataset
+    # whether the loader's options name files beyond ``file_sets`` that are present (another genre, another split)
+    other_files: Callable[[Path, Mapping[str, object]], bool] | None = None
 
 
-REGISTRY: dict[str, DatasetSpec] = {
-    "ml-100k": DatasetSpec(
-        name="ml-100k",
-        title="MovieLens-100K (GroupLens)",
-        homepage="https://grouplens.org/datasets/movielens/100k/",
-        terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
-        file_sets=(("u.data", "u.item", "u.user"), ("ml-100k.inter", "ml-100k.item", "ml-100k.user")),
-        downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-100k.zip", "ml-100k.zip", unzip=True),),
-        notes="Offline default: extracted from the recbole 1.2.1 wheel on PyPI (see fetch_ml100k_from_wheel).",
-    ),
-    "ml-1m": DatasetSpec(
-        name="ml-1m",
-        title="MovieLens-1M (GroupLens)",
-        homepage="https://grouplens.org/datasets/movielens/1m/",
-        terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
-        file_sets=(("ratings.dat", "movies.dat", "users.dat"),),
-        downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-1m.zip", "ml-1m.zip", unzip=True),),
-    ),
-    "serendipity-2018": DatasetSpec(
-        name="serendipity-2018",
-        title="Serendipity-2018 (GroupLens serendipity-sac2018; Kotkov et al. SAC 2018)",
-        homepage="https://grouplens.org/datasets/serendipity-2018/",
-        terms="GroupLens/Jyväskylä: research use, no redistribution, cite Kotkov et al. 2018",
-        file_sets=(("answers.csv", "movies.csv", "training.csv"),),
-        downloads=(
-            Download(
-                "https://files.grouplens.org/datasets/serendipity-sac2018/serendipity-sac2018.zip",
-                "serendipity-sac2018.zip",
-                unzip=True,
-            ),
-        ),
-        notes="Without it, load_serendipity_pairs() returns the labelled ML-100K proxy stand-in.",
-    ),
-    "goodreads": DatasetSpec(
-        name="goodreads",
-        title="Goodreads (UCSD Book Graph; Wan & McAuley 2018, Wan et al. 2019)",
-        homepage="https://mengtingwan.github.io/data/goodreads.html",
-        terms="UCSD Book Graph: academic use only; cite Wan & McAuley RecSys 2018 and Wan et al. ACL 2019",
-        file_sets=(
-            (
-                "goodreads_interactions_poetry.json.gz",
-                "goodreads_books_poetry.json.gz",
-                "goodreads_book_genres_initial.json.gz",
-            ),
-        ),
-        downloads=(
-            Download(
-                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/byGenre/goodreads_interactions_poetry.json.gz",
-                "goodreads_interactions_poetry.json.gz",
-            ),
-            Download(
-                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/byGenre/goodreads_books_poetry.json.gz",
-                "goodreads_books_poetry.json.gz",
-            ),
-            Download(
-                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/goodreads_book_genres_initial.json.gz",
-                "goodreads_book_genres_initial.json.gz",
-            ),
-        ),
-        notes=(
-            "The paper does not say which genre subset it used; we default to 'poetry'. Other genres: put "
-            "goodreads_interactions_<genre>.json.gz and goodreads_books_<genre>.json.gz in the same folder and "
-            "pass genre=... to load_dataset."
-        ),
-    ),
-    "amazon-beauty": DatasetSpec(
-        name="amazon-beauty",
-        title="Amazon Beauty (McAuley et al. 2015 / He & McAuley 2016; 2018 version: Ni et al. 2019)",
-        homepage="https://cseweb.ucsd.edu/~jmcauley/datasets/amazon/links.html",
-        terms="Amazon review data (UCSD): research use; cite He & McAuley WWW 2016 (2014 data) or Ni et al. 2019",
-        file_sets=(
-            ("reviews_Beauty_5.json.gz", "meta_Beauty.json.gz"),
-            ("All_Beauty.json.gz", "meta_All_Beauty.json.gz"),
-            ("Beauty.json.gz", "meta_All_Beauty.json.gz"),
-        ),
-        downloads=(
-            Download(
-                "http://snap.stanford.edu/data/amazon/productGraph/categoryFiles/reviews_Beauty_5.json.gz",
-                "reviews_Beauty_5.json.gz",
-            ),
-            Download(
-                "http://snap.stanford.edu/data/amazon/productGraph/categoryFiles/meta_Beauty.json.gz",
-                "meta_Beauty.json.gz",
-            ),
-        ),
-        notes=(
-            "2018 alternative: All_Beauty.json.gz and meta_All_Beauty.json.gz from "
-            "https://nijianmo.github.io/amazon/index.html (strict JSON lines)."
-        ),
-    ),
-    "mind": DatasetSpec(
-        name="mind",
-        title="MIND small (Microsoft News Dataset; Wu et al. ACL 2020)",
-        homepage="https://msnews.github.io/",
-        terms="Microsoft Research License Terms for MIND: non-commercial research use; cite Wu et al. 2020",
-        file_sets=(("train/behaviors.tsv", "train/news.tsv"),),
-        downloads=(),
-        notes=(
-            "Download MINDsmall_train.zip (and MINDsmall_dev.zip) after accepting the licence at "
-            "https://msnews.github.io/ and unzip them into mind/train/ and mind/dev/ (behaviors.tsv, news.tsv)."
-        ),
-    ),
-}
+REGISTRY: Registry[DatasetSpec] = Registry(
+    "dataset",
+    lazy={
+        "ml-100k": "recjudge_utils.data.movielens",
+        "ml-1m": "recjudge_utils.data.movielens",
+        "serendipity-2018": "recjudge_utils.data.serendipity2018",
+        "goodreads": "recjudge_utils.data.goodreads",
+        "amazon-beauty": "recjudge_utils.data.amazon",
+        "mind": "recjudge_utils.data.mind",
+    },
+)
+
+
+def register_dataset(spec: DatasetSpec) -> DatasetSpec:
+    """Make a dataset available under ``spec.name`` (its loader module calls this next to the loader)."""
+    return REGISTRY.register(spec.name, spec)
 
 
 def dataset_folder(name: str, data_dir: Path | str | None = None) -> Path:
-    spec = _spec(name)
+    """Where the dataset's files go: ``data_dir/<name>`` (default ``paths.data_dir()``)."""
+    spec = REGISTRY[name]
     return Path(data_dir) / spec.name if data_dir is not None else default_data_dir() / spec.name
-
-
-def _spec(name: str) -> DatasetSpec:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown dataset {name!r}; known: {sorted(REGISTRY)}") from None
 
 
 def present_file_set(name: str, data_dir: Path | str | None = None) -> tuple[str, ...] | None:
     """The first complete set of expected files found in the dataset folder, or None."""
     folder = dataset_folder(name, data_dir)
-    for files in _spec(name).file_sets:
+    for files in REGISTRY[name].file_sets:
         if all((folder / f).is_file() for f in files):
             return files
     return None
@@ -185,7 +101,7 @@ def present_file_set(name: str, data_dir: Path | str | None = None) -> tuple[str
 
 def instructions(name: str, data_dir: Path | str | None = None) -> str:
     """Human-readable 'download X from Y and put it in Z' text for a dataset."""
-    spec = _spec(name)
+    spec = REGISTRY[name]
     folder = dataset_folder(name, data_dir)
     lines = [f"{spec.title} is not available in {folder}.", f"Homepage: {spec.homepage}", f"Terms: {spec.terms}"]
     if spec.downloads:
@@ -358,7 +274,7 @@ def fetch(
     wheel_downloader: Callable[[Path], Path] = pip_download_recbole,
 ) -> Path:
     """Make the dataset's folder complete; return it or raise DatasetNotAvailableError with instructions."""
-    spec = _spec(name)
+    spec = REGISTRY[name]
     folder = dataset_folder(name, data_dir)
     if present_file_set(name, data_dir) is not None:
         return folder

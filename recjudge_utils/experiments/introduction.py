@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import cast
 
+from recjudge_utils.answer_formats.json_levels import levels_parser
 from recjudge_utils.data import Dataset
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult
 from recjudge_utils.prompts import load_prompt
-from recjudge_utils.protocols.answers.json_levels import levels_parser
 
 __all__ = ["fit_request", "one_judgment"]
 

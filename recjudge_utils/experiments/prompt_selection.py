@@ -1,28 +1,33 @@
 """Prompt selection for the serendipity judge (paper: serendipity-llm-judge, Sections 3-4, Table 1).
 
-``run_prompt_selection(judge, pairs, PromptSelectionConfig(...))``: draw few-shot examples (two per level),
-sample the judged pairs from the *other* users (no leakage), score every judged pair with every template,
-compute MAE and three-class accuracy with CIs (and kappa) per template, the constant baselines any judge must
-beat, and select the template with the lowest MAE. Tables and figures: :mod:`recjudge_utils.reporting.prompt_selection`.
+``run(judge, pairs, PromptSelectionConfig(...))``: draw few-shot examples (two per level), sample the judged pairs
+from the *other* users (no leakage), score every judged pair with every template, compute MAE and three-class
+accuracy with CIs (and kappa) per template, the constant baselines any judge must beat, select the template with
+the lowest MAE, and test it against each other template on the same pairs. Tables and figures:
+:mod:`recjudge_utils.reporting.prompt_selection`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics import judge_scores as js
+from recjudge_utils.metrics.pairwise import paired_difference
 from recjudge_utils.protocols.few_shot import sample_eval_pairs, select_few_shot_examples
 from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge, save_selected_template
-from recjudge_utils.reporting.display import data_label
 
-__all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run_prompt_selection", "save_selection"]
+__all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run", "save_selection", "template_tests"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +52,13 @@ class PromptSelectionConfig:
             raise ValueError("n_history must be >= 1")
 
 
-@dataclass
-class PromptSelectionRun:
+@dataclass(kw_only=True)
+class PromptSelectionRun(Run):
     """Everything one run produced; the notebook shows it through the reporting module."""
 
+    experiment: ClassVar[str] = "prompt_selection"
+
     config: PromptSelectionConfig
-    judge_name: str
     data: SerendipityPairs
     examples: pd.DataFrame
     eval_pairs: pd.DataFrame
@@ -61,20 +67,84 @@ class PromptSelectionRun:
     baselines: pd.DataFrame  # constant predictors on the same pairs
     selected: str
     overlapping: list[str]  # templates whose MAE CI overlaps the selected one's
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def data_label(self) -> str:
-        return data_label(self.data.label, self.data.is_real)
+    template_tests: pd.DataFrame  # the selected template against each other one (see :func:`template_tests`)
 
     @property
     def truth(self) -> np.ndarray:
+        """The ground truth g of the judged pairs, aligned with every template's scores."""
         return self.eval_pairs["g"].to_numpy(dtype=float)
 
+    def results(self) -> list[Result]:
+        """Per template: MAE (bootstrap CI), accuracy (Wilson CI), kappa (asymptotic CI), unparsed; the selection."""
+        out = []
+        for t, r in self.summary.iterrows():
+            boot = "95% percentile bootstrap"
+            out.append(result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], boot, template=str(t)))
+            # a share over a few pairs: the Wilson interval (a bootstrap one collapses when every answer agrees)
+            out.append(
+                result("acc3", r["acc3"], r.get("acc3_wilson_lo"), r.get("acc3_wilson_hi"), r["n_parsed"],
+                       "95% Wilson", template=str(t))
+            )  # fmt: skip
+            out.append(
+                result("kappa_qw", r["kappa_qw"], r.get("kappa_lo"), r.get("kappa_hi"), r["n_parsed"],
+                       "95% from the asymptotic SE (statsmodels cohens_kappa)", template=str(t))
+            )  # fmt: skip
+            out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
+        out.append(result("selected", float(TEMPLATES.index(self.selected)), template=self.selected))
+        return out
 
-def run_prompt_selection(
-    judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | None = None
-) -> PromptSelectionRun:
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """Every template's score of every judged pair (None when unparsed), with the pair's g."""
+        return {
+            "scores": [
+                {
+                    "template": t,
+                    "user": int(u),
+                    "item": int(i),
+                    "label": None if np.isnan(s) else int(s),
+                    "truth": int(g),
+                }
+                for t, frame in self.scores.items()
+                for u, i, s, g in zip(frame["user"], frame["item"], frame["score"], self.eval_pairs["g"], strict=True)
+            ]
+        }
+
+
+def template_tests(scores: dict[str, pd.DataFrame], truth: np.ndarray, selected: str, seed: int) -> pd.DataFrame:
+    """The selected template against each other one, on the pairs both parsed: McNemar's exact test on three-class
+    correctness (statsmodels), the paired MAE difference with its bootstrap CI, and Holm-adjusted p-values over
+    the comparisons (``multipletests``)."""
+    best = scores[selected]["score"].to_numpy(dtype=float)
+    rows = []
+    for t, frame in scores.items():
+        if t == selected:
+            continue
+        other = frame["score"].to_numpy(dtype=float)
+        both = ~np.isnan(best) & ~np.isnan(other)
+        if both.sum() < 2:
+            rows.append({"selected": selected, "other": t, "n both parsed": int(both.sum())})
+            continue
+        right_a = np.sign(best[both] - 3) == np.sign(truth[both] - 3)
+        right_b = np.sign(other[both] - 3) == np.sign(truth[both] - 3)
+        table = [
+            [int(np.sum(right_a & right_b)), int(np.sum(right_a & ~right_b))],
+            [int(np.sum(~right_a & right_b)), int(np.sum(~right_a & ~right_b))],
+        ]
+        test = mcnemar(table, exact=True)
+        diff = paired_difference(np.abs(best[both] - truth[both]), np.abs(other[both] - truth[both]), seed=seed)
+        rows.append(
+            {"selected": selected, "other": t, "n both parsed": int(both.sum()),
+             "only selected right": table[0][1], "only other right": table[1][0], "McNemar p": float(test.pvalue),
+             "MAE difference": diff.point, "MAE diff low": diff.low, "MAE diff high": diff.high}
+        )  # fmt: skip
+    out = pd.DataFrame(rows)
+    if "McNemar p" in out and out["McNemar p"].notna().any():
+        ok = out["McNemar p"].notna()
+        out.loc[ok, "Holm-adjusted p"] = multipletests(out.loc[ok, "McNemar p"], method="holm")[1]
+    return out
+
+
+def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | None = None) -> PromptSelectionRun:
     """Score the judged pairs with every template and select the one with the lowest MAE."""
     cfg = config or PromptSelectionConfig()
     examples = select_few_shot_examples(data.pairs, data.items, n_per_level=cfg.n_shots // 5, seed=cfg.seed)
@@ -84,16 +154,16 @@ def run_prompt_selection(
         raise AssertionError("few-shot leakage: a judged user is also an example user")
 
     scores: dict[str, pd.DataFrame] = {}
-    timings: dict[str, float] = {}
+    wall: dict[str, float] = {}
     for t in cfg.templates:
         started = time.perf_counter()
         scorer = SerendipityJudge(judge, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed)
         scores[t] = scorer.score(eval_pairs, data.items)
-        timings[t] = time.perf_counter() - started
+        wall[t] = time.perf_counter() - started
 
     truth = eval_pairs["g"].to_numpy(dtype=float)
     summary = js.summarize_templates(scores, truth, n_boot=cfg.n_boot, seed=cfg.seed)
-    summary["wall_s"] = pd.Series(timings).round(1)
+    summary["wall_s"] = pd.Series(wall).round(1)
 
     rest = data.pairs.loc[~data.pairs.index.isin(eval_pairs.index), "g"]
     majority = int(rest.value_counts().sort_index().idxmax())
@@ -117,6 +187,8 @@ def run_prompt_selection(
     return PromptSelectionRun(
         config=cfg,
         judge_name=judge.model_name,
+        data_label=data.display_label,
+        timings={f"judge {t}": s for t, s in wall.items()},
         data=data,
         examples=examples,
         eval_pairs=eval_pairs,
@@ -125,7 +197,7 @@ def run_prompt_selection(
         baselines=baselines,
         selected=selected,
         overlapping=overlapping,
-        timings=timings,
+        template_tests=template_tests(scores, truth, selected, cfg.seed),
     )
 
 

@@ -19,9 +19,10 @@ call); the Monte Carlo parts then resample the judged items, so repeated samples
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -29,36 +30,31 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 from statsmodels.stats.proportion import proportion_confint
 
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset, SerendipityPairs
-from recjudge_utils.experiments.saer import ALGORITHMS, hold_out_last, make_recommenders, sample_customers, top_lists
+from recjudge_utils.experiments import arena, reevaluation, saer
+from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.client import JudgeClient
-from recjudge_utils.judge.profiles import load_profile
-from recjudge_utils.judge.truth import PreferenceTruth
+from recjudge_utils.judge.profiles import JudgeProfile, load_profile
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.agreement import POINTWISE_LABELS, strict_adjudicate, weighted_kappa
 from recjudge_utils.metrics.pairwise import TIE, conservative, q_value
-from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
-from recjudge_utils.protocols.answers.arena_verdicts import OVERALL
-from recjudge_utils.protocols.answers.saer_fields import parse_pairwise, parse_pointwise
-from recjudge_utils.protocols.arena import PairwiseJudge, adjudicated_outcomes
-from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.context.saer import Catalogue, build_context
-from recjudge_utils.protocols.pairwise import Game, judge_games
+from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
+from recjudge_utils.protocols.pairwise import games
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
-from recjudge_utils.protocols.saer import load_template, pairwise_request, pointwise_request, set_position
-from recjudge_utils.protocols.truth import heldout_hits, list_label_truth, reevaluation_truth
-from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
-from recjudge_utils.recommenders.training import train_or_load
-from recjudge_utils.splitting.temporal import last_items, positive_interactions, split_last_n
+from recjudge_utils.protocols.truth import list_label_truth
 
 __all__ = [
     "DetectionConfig",
+    "DetectionData",
+    "DetectionRun",
     "SimFactory",
     "arena_position_bias",
     "ci_coverage",
     "expected_mae",
     "pairs_to_separate",
     "reevaluation_noise",
+    "run",
     "saer_protocols",
     "serendipity_noise",
     "sim_factory",
@@ -68,7 +64,9 @@ __all__ = [
 SimFactory = Callable[..., JudgeClient]
 
 
-def sim_factory(profile: str | Mapping[str, Any] = "sim", run_name: str = "05_protocols_detect") -> SimFactory:
+def sim_factory(
+    profile: str | Mapping[str, Any] | JudgeProfile = "sim", run_name: str = "05_protocols_detect"
+) -> SimFactory:
     """Judge clients over the simulated backend of ``profile`` (its seed), each with exactly the error model given
     (a perfect judge unless told otherwise), logging into one run sub-folder."""
     base = load_profile(profile)
@@ -250,12 +248,6 @@ def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
 
 
 # ----------------------------------------------------------------------------------------------- RecSys Arena
-def _sample_users(rng: np.random.Generator, users: pd.Series, n: int) -> list[int]:
-    """Up to ``n`` distinct users, sorted (all of them when there are fewer)."""
-    candidates = np.sort(users.unique())
-    return sorted(int(u) for u in rng.choice(candidates, min(n, len(candidates)), replace=False))
-
-
 def _win_rate(outcomes: Sequence[Any]) -> float:
     vals = [o for o in outcomes if o is not None and not (isinstance(o, float) and np.isnan(o))]
     return float(np.mean([1.0 if o == "win" else 0.5 if o == "tie" else 0.0 for o in vals])) if vals else np.nan
@@ -266,190 +258,134 @@ def _q(outcomes: Sequence[Any]) -> float:
     return q_value(vals.count("win"), vals.count("tie"), vals.count("lose"))
 
 
+def arena_config(config: DetectionConfig, tested: str = "random", baseline: str = "pop") -> arena.ArenaConfig:
+    """Chapter 3's config for this chapter's panel: ``tested`` against ``baseline`` only, on the Accuracy aspect,
+    ``config.arena_users`` users, no close pairs and no absolute judge; every other value is chapter 3's default."""
+    return arena.ArenaConfig(
+        recommenders=(tested, baseline),
+        baseline=baseline,
+        n_users=config.arena_users,
+        aspects=("Accuracy",),
+        n_close_pairs=0,
+        absolute=False,
+        seed=config.seed,
+    )
+
+
 def arena_position_bias(
-    sim: SimFactory,
-    dataset: Dataset,
-    config: DetectionConfig,
-    tested: str = "random",
-    baseline: str = "pop",
-    k: int = 5,
+    sim: SimFactory, dataset: Dataset, config: DetectionConfig, tested: str = "random", baseline: str = "pop"
 ) -> pd.DataFrame:
     """Win rate (ties half) and Q of ``tested`` against ``baseline`` per position bias: the truth, the paper's
-    single-order protocol (tested list shown first) and both orders adjudicated."""
-    train, test = split_last_n(dataset.interactions)
-    split = {"kind": "last_n", "n_test": 10, "dataset": dataset.name}
-    models = {n: train_or_load(n, train, dataset.items, split=split, seed=config.seed)[0] for n in (tested, baseline)}
-    rng = np.random.default_rng(config.seed)
-    users = _sample_users(rng, test["user"], config.arena_users)
-    recs = {
-        n: {u: [int(i) for i in r] for u, r in zip(users, m.recommend(np.array(users), k=k), strict=True)}
-        for n, m in models.items()
-    }
-    heldout = {int(u): {int(i) for i in grp} for u, grp in test.groupby("user")["item"]}
-    evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
-    truth = [
-        "win"
-        if evidence[tested][u] > evidence[baseline][u]
-        else "lose"
-        if evidence[tested][u] < evidence[baseline][u]
-        else "tie"
-        for u in users
-    ]
-    context = ArenaContext(dataset.items, train, dataset.users, dataset=dataset.name)
-    comparisons = pd.DataFrame({"user": users, "x": tested, "y": baseline})
+    single-order protocol (tested list shown first) and both orders adjudicated, on chapter 3's panel."""
+    cfg = arena_config(config, tested, baseline)
+    train, test = arena.split(dataset, cfg)
+    models, _ = arena.train_models(dataset, train, cfg.recommenders, cfg)
+    panel = arena.build_panel(dataset, models, train, test, cfg)
+    comparisons = arena.plan_comparisons(panel.users, {}, cfg)
+    hits_x, hits_y = panel.evidence[tested], panel.evidence[baseline]
+    truth = ["win" if hits_x[u] > hits_y[u] else "lose" if hits_x[u] < hits_y[u] else "tie" for u in panel.users]
     rows = [{"bias": b, "protocol": "truth", "win_rate": _win_rate(truth), "Q": _q(truth)} for b in config.biases]
     for b in config.biases:
         client = sim(position_bias=b, seed=config.seed)
         try:
-            raw = PairwiseJudge(client, context, aspects=["Accuracy"], k=k).judge(comparisons, recs, evidence=evidence)
+            raw, _ = arena.judge_comparisons(client, panel, comparisons, cfg)
         finally:
             client.close()
         single = raw.loc[raw["order"] == "x_first", OVERALL].tolist()
-        adjudicated = adjudicated_outcomes(raw, [OVERALL])[OVERALL].tolist()
-        rows.append({"bias": b, "protocol": "single order (paper)", "win_rate": _win_rate(single), "Q": _q(single)})
-        rows.append(
-            {
-                "bias": b,
-                "protocol": "both orders, adjudicated",
-                "win_rate": _win_rate(adjudicated),
-                "Q": _q(adjudicated),
-            }
-        )
+        adjudicated = games(raw, [OVERALL])[OVERALL].tolist()
+        for protocol, outcomes in (("single order (paper)", single), ("both orders, adjudicated", adjudicated)):
+            rows.append({"bias": b, "protocol": protocol, "win_rate": _win_rate(outcomes), "Q": _q(outcomes)})
     out = pd.DataFrame(rows)
-    out.attrs.update(tested=tested, baseline=baseline, users=len(users), truth_ties=truth.count("tie") / len(truth))
+    out.attrs.update(
+        tested=tested, baseline=baseline, users=len(panel.users), truth_ties=truth.count("tie") / len(truth)
+    )
     return out
 
 
 # ----------------------------------------------------------------------------------------------- SAER
 @dataclass
 class SaerDetection:
+    """What SAER's three safeguards catch as the simulated judge's flaws grow."""
+
     adversarial: pd.DataFrame  # per context neglect: correct / wrong / tie shares, Wilson CI, truth line
     consistency: pd.DataFrame  # per position bias: swap consistency, expected value
     labels: pd.DataFrame  # pointwise label shares: truth, two annotators, strict merge (+ kappa vs truth)
     verdicts: pd.DataFrame  # pairwise verdict shares: truth, two annotators, conservative merge
 
 
-def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig, encoder: Any = None) -> SaerDetection:
-    """Adversarial detection vs context neglect, swap consistency vs position bias, strict / conservative merges."""
-    inter = dataset.interactions
-    catalogue = Catalogue.from_items(dataset.items)
-    customers = sample_customers(inter, config.saer_customers, seed=config.seed, min_interactions=10)
-    users = [int(u) for u in customers["user"]]
-    visible, future = hold_out_last(inter, users, 5)
-    contexts = {u: build_context(visible, catalogue, u, "movies") for u in users}
-    algs = make_recommenders(encoder=encoder, seed=config.seed)
-    # as in run_saer: fitted, or in plan mode a stand-in when the catalogue would have to be encoded first
-    algs = {
-        name: fit_or_stand_in(name, rec, visible, dataset.items, key=f"saer:{name}:{config.seed}", seed=config.seed)
-        for name, rec in algs.items()
-    }
-    lists = top_lists(algs, users, 10)
-    positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
-    hits = {a: heldout_hits(lists[a], positives) for a in ALGORITHMS}
-    pairwise_tpl, pointwise_tpl = load_template("movies", "pairwise", "v3"), load_template("movies", "pointwise", "v3")
+def saer_config(config: DetectionConfig) -> saer.SaerConfig:
+    """Chapter 4's config for this chapter's panel: ``config.saer_customers`` customers and the main prompt version
+    only; every other value (history, minimum interactions, held-out interactions, list length) is chapter 4's."""
+    return saer.SaerConfig(
+        n_customers=config.saer_customers, prompt_versions=("v3",), main_version="v3", seed=config.seed
+    )
 
-    # adversarial detection against context neglect
-    pairs = adversarial_pairs(users, ALGORITHMS, seed=config.seed)
+
+def _shares(outcomes: Sequence[Any], values: Sequence[str]) -> list[tuple[str, float, float, float]]:
+    """(value, share, Wilson low, Wilson high) of each value among ``outcomes``."""
+    n = len(outcomes)
+    out = []
+    for v in values:
+        count = sum(o == v for o in outcomes)
+        lo, hi = proportion_confint(count, n, alpha=0.05, method="wilson")
+        out.append((v, count / n, float(lo), float(hi)))
+    return out
+
+
+def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -> SaerDetection:
+    """Adversarial detection vs context neglect, swap consistency vs position bias, strict / conservative merges,
+    each on chapter 4's panel through chapter 4's judging steps."""
+    cfg = saer_config(config)
+    panel = saer.build_panel(dataset, cfg)
+    users, (alg_a, alg_b) = panel.users, saer.ALGORITHMS
+
     adv_rows = []
     for c in config.neglects:
-        reqs = []
-        for p in pairs.itertuples(index=False):
-            genuine, decoy = lists[p.algorithm][p.user], lists[p.algorithm][p.decoy_user]
-            s1, s2 = (genuine, decoy) if p.genuine_position == 1 else (decoy, genuine)
-            truth = PreferenceTruth(first=float(p.genuine_position == 1), second=float(p.genuine_position == 2))
-            reqs.append(pairwise_request(pairwise_tpl, contexts[p.user], s1, s2, catalogue, {"user": p.user}, truth))
         client = sim(context_neglect=c, seed=config.seed)
         try:
-            results = client.judge_many(reqs, parse_pairwise, "saer adversarial (sim)")
+            outcomes = saer.judge_adversarial(client, panel, cfg)["outcome"].tolist()
         finally:
             client.close()
-        outcomes = [
-            adversarial_outcome(r.value.verdict if r.value is not None else None, int(p.genuine_position))
-            for p, r in zip(pairs.itertuples(index=False), results, strict=True)
-        ]
-        n = len(outcomes)
-        for outcome in ("correct", "wrong", "tie"):
-            count = outcomes.count(outcome)
-            lo, hi = proportion_confint(count, n, alpha=0.05, method="wilson")
-            adv_rows.append({"context_neglect": c, "outcome": outcome, "share": count / n, "lo": lo, "hi": hi})
+        for outcome, share, lo, hi in _shares(outcomes, ("correct", "wrong", "tie")):
+            adv_rows.append({"context_neglect": c, "outcome": outcome, "share": share, "lo": lo, "hi": hi})
         adv_rows.append(
             {"context_neglect": c, "outcome": "expected correct", "share": 1.0 - c, "lo": np.nan, "hi": np.nan}
         )
 
-    # swap consistency against position bias
-    games_ = [
-        Game(
-            case={"user": u},
-            x=ALGORITHMS[0],
-            y=ALGORITHMS[1],
-            x_evidence=hits[ALGORITHMS[0]][u],
-            y_evidence=hits[ALGORITHMS[1]][u],
-        )
-        for u in users
-    ]
-
-    def build(game: Game, first: str, second: str, truth: PreferenceTruth | None, meta: dict[str, Any]) -> Any:
-        u = int(game.case["user"])  # type: ignore[arg-type]
-        return pairwise_request(pairwise_tpl, contexts[u], lists[first][u], lists[second][u], catalogue, meta, truth)
-
-    def set_verdicts(client: JudgeClient, both_orders: bool, desc: str) -> pd.DataFrame:
-        return judge_games(
-            client,
-            games_,
-            build,
-            parse_pairwise,
-            lambda v: {"verdict": v.verdict},
-            set_position,
-            ["verdict"],
-            both_orders=both_orders,
-            desc=desc,
-        )
-
-    no_pref = float(np.mean([hits[ALGORITHMS[0]][u] == hits[ALGORITHMS[1]][u] for u in users]))
+    no_pref = float(np.mean([panel.hits[alg_a][u] == panel.hits[alg_b][u] for u in users]))
     cons_rows = []
     for b in config.biases:
         client = sim(position_bias=b, seed=config.seed)
         try:
-            raw = set_verdicts(client, both_orders=True, desc="saer swap (sim)")
+            _, adjudicated = saer.judge_pairwise(client, panel, cfg, both_orders=True)
         finally:
             client.close()
-        first, second = (
-            raw[raw["order"] == "x_first"]["verdict"].to_numpy(),
-            raw[raw["order"] == "y_first"]["verdict"].to_numpy(),
-        )
-        agree = int((first == second).sum())
-        lo, hi = proportion_confint(agree, len(first), alpha=0.05, method="wilson")
+        consistent = [bool(c) for c in adjudicated["consistent"] if c is not None]
+        agree = sum(consistent)
+        lo, hi = proportion_confint(agree, len(consistent), alpha=0.05, method="wilson")
         cons_rows.append(
-            {"bias": b, "consistency": agree / len(first), "lo": lo, "hi": hi,
+            {"bias": b, "consistency": agree / len(consistent), "lo": lo, "hi": hi,
              "expected": (1 - no_pref) + no_pref * (1 - b) ** 2}
         )  # fmt: skip
 
     # two noisy annotators, merged the SAER way
-    label_truth = [list_label_truth(hits[a][u]) for a in ALGORITHMS for u in users]
-    truth_labels = [t.labels[t.level] for t in label_truth]
-    annotators: dict[str, list[str | None]] = {}
-    verdicts: dict[str, list[str | None]] = {}
+    truth_labels = [
+        (t := list_label_truth(panel.hits[alg][u])).labels[t.level] for alg in saer.ALGORITHMS for u in users
+    ]
     truth_verdicts = [
         TIE
-        if hits[ALGORITHMS[0]][u] == hits[ALGORITHMS[1]][u]
-        else (ALGORITHMS[0] if hits[ALGORITHMS[0]][u] > hits[ALGORITHMS[1]][u] else ALGORITHMS[1])
+        if panel.hits[alg_a][u] == panel.hits[alg_b][u]
+        else (alg_a if panel.hits[alg_a][u] > panel.hits[alg_b][u] else alg_b)
         for u in users
     ]
+    annotators: dict[str, list[str | None]] = {}
+    verdicts: dict[str, list[str | None]] = {}
     for name, seed in (("annotator A", config.seed + 11), ("annotator B", config.seed + 12)):
         client = sim(noise=config.annotator_noise, seed=seed)
         try:
-            reqs = [
-                pointwise_request(pointwise_tpl, contexts[u], lists[a][u], catalogue, {"user": u, "algorithm": a}, t)
-                for (a, u), t in zip([(a, u) for a in ALGORITHMS for u in users], label_truth, strict=True)
-            ]
-            annotators[name] = [
-                r.value.category if r.value is not None else None
-                for r in client.judge_many(reqs, parse_pointwise, "saer labels (sim)")
-            ]
-            raw = set_verdicts(client, both_orders=False, desc="saer verdicts (sim)")
-            verdicts[name] = [
-                {"win": ALGORITHMS[0], "lose": ALGORITHMS[1], "tie": TIE}.get(str(o)) for o in raw["verdict"]
-            ]
+            annotators[name] = saer.judge_pointwise(client, panel, cfg)["category"].tolist()
+            calls, _ = saer.judge_pairwise(client, panel, cfg, both_orders=False)
+            verdicts[name] = calls["winner"].tolist()
         finally:
             client.close()
     strict = strict_adjudicate(annotators["annotator A"], annotators["annotator B"], order=POINTWISE_LABELS)
@@ -473,7 +409,7 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig, e
         ("conservative merge of A and B", merged),
     )
     for source, vals in verdict_sources:
-        for v in (ALGORITHMS[0], TIE, ALGORITHMS[1]):
+        for v in (alg_a, TIE, alg_b):
             verdict_rows.append({"verdicts": source, "verdict": v, "share": vals.count(v) / len(vals)})
     return SaerDetection(
         pd.DataFrame(adv_rows), pd.DataFrame(cons_rows), pd.DataFrame(label_rows), pd.DataFrame(verdict_rows)
@@ -483,75 +419,58 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig, e
 # ----------------------------------------------------------------------------------------------- re-evaluation
 @dataclass
 class ReevalDetection:
+    """How judge noise blurs the serendipity gap between two recommenders, and how many users resolve it."""
+
     gaps: pd.DataFrame  # per noise (and the truth): Avg.Score@k and P_ser@k of each RS and the gap
     ordering: pd.DataFrame  # per noise and judged-user count: share of samples ordering the RSs as the truth does
     users_needed: pd.DataFrame  # per noise: the smallest user count reaching 95% correct order
 
 
-def _per_user(
-    scores: pd.Series, pairs: pd.DataFrame, recs: dict[str, dict[int, list[int]]], users: Sequence[int]
-) -> dict[str, pd.DataFrame]:
-    lookup = dict(zip(zip(pairs["user"], pairs["item"], strict=True), scores, strict=True))
-    out = {}
-    for name, lists in recs.items():
-        rows = []
-        for u in users:
-            pool = {i for n in recs for i in recs[n][u] if lookup.get((u, i), np.nan) >= 4}
-            vals = np.array([lookup.get((u, i), np.nan) for i in lists[u]], dtype=float)
-            rows.append(
-                {
-                    "user": u,
-                    "avg": np.nanmean(vals) if np.isfinite(vals).any() else np.nan,
-                    "p_ser": sum(i in pool for i in lists[u]) / len(lists[u]),
-                }
-            )
-        out[name] = pd.DataFrame(rows)
-    return out
+def reevaluation_config(
+    config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
+) -> reevaluation.ReevaluationConfig:
+    """Chapter 2's config for this chapter's panel: the two ``names``, one fold, ``config.reeval_users`` judged
+    users, default hyperparameters (no TPE trials) and the Base template without examples."""
+    return reevaluation.ReevaluationConfig(
+        recommenders=names, folds=1, n_trials=0, n_users=config.reeval_users, template="base", seed=config.seed
+    )
 
 
 def reevaluation_noise(
-    sim: SimFactory,
-    dataset: Dataset,
-    config: DetectionConfig,
-    names: tuple[str, str] = ("bprmf", "random"),
-    k: int = 20,
+    sim: SimFactory, dataset: Dataset, config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
 ) -> ReevalDetection:
-    """Avg.Score@k and P_ser@k gaps between two recommenders under growing judge noise, against the truth."""
-    # each user's last 10 ratings are the future the truth is read from; the recommenders learn the positives before
-    history, future = split_last_n(dataset.interactions)
-    train = positive_interactions(history)
-    test = future
-    split = {"kind": "last_n", "n_test": 10, "dataset": dataset.name, "positives": True}
-    models = {
-        n: train_or_load(
-            n, train, dataset.items, split=split, seed=config.seed, params={"epochs": 10} if n == "bprmf" else {}
-        )[0]
-        for n in names
-    }
-    rng = np.random.default_rng(config.seed)
-    users = _sample_users(rng, test["user"], config.reeval_users)
-    recs = {
-        n: {u: [int(i) for i in r] for u, r in zip(users, m.recommend(np.array(users), k=k), strict=True)}
-        for n, m in models.items()
-    }
-    pairs = pd.DataFrame(sorted({(u, i) for n in recs for u in users for i in recs[n][u]}), columns=["user", "item"])
-    hist = last_items(train, 10)
-    pairs["history"] = [hist.get(u, []) for u in pairs["user"]]
-    truth = reevaluation_truth(pairs, future, dataset.items, hist)
-    sources: dict[str, pd.Series] = {"truth": truth["g"].astype(float)}
+    """Avg.Score@k and P_ser@k gaps between two recommenders under growing judge noise, against the truth, on
+    chapter 2's temporal split, models and judged pairs (the truth: ratings after the training period)."""
+    cfg = reevaluation_config(config, names)
+    fold = reevaluation.prepare_folds(dataset.interactions, folds=1, n_users=cfg.n_users, seed=cfg.seed)[0]
+    fitted, _ = reevaluation.fit_fold(fold, cfg, storage=None)
+    users = fold.judged_users
+    recs = reevaluation.top_k_frame({n: f.model for n, f in fitted.items()}, users, k=cfg.top_k)
+    future = dataset.interactions.loc[dataset.interactions["timestamp"] > fold.time_range[1]]
+
+    sources: dict[str, pd.DataFrame] = {}
     for sigma in config.reeval_noise:
         client = sim(noise=sigma, seed=config.seed)
         try:
-            scored = SerendipityJudge(client, template="base").score(truth, dataset.items, desc="re-evaluation (sim)")
+            scorer = SerendipityJudge(client, template=cfg.template)
+            sources[f"noise {sigma:g}"] = reevaluation.judge_recommendations(
+                recs, fold.train, dataset.items, scorer, n_history=cfg.n_history, desc="re-evaluation (sim)",
+                future=future,
+            )  # fmt: skip
         finally:
             client.close()
-        sources[f"noise {sigma:g}"] = scored["score"].astype(float)
-    per_user = {src: _per_user(s, truth, recs, users) for src, s in sources.items()}
+    # the truth: every judged pair scored with the serendipity level its future ratings imply
+    judged = next(iter(sources.values()))
+    sources = {"truth": judged.assign(score=judged["truth_g"].astype(float)), **sources}
+    per_user = {
+        src: per_user_metrics(recs, fold.test, j, k=cfg.top_k, pool_rs=list(names)).set_index(["rs", "user"])
+        for src, j in sources.items()
+    }
     a, b = names
     gap_rows = []
-    for src, frames in per_user.items():
+    for src, frame in per_user.items():
         for metric in ("avg", "p_ser"):
-            va, vb = frames[a][metric].to_numpy(), frames[b][metric].to_numpy()
+            va, vb = frame.loc[a, metric].to_numpy(dtype=float), frame.loc[b, metric].to_numpy(dtype=float)
             diff = va - vb
             ok = np.isfinite(diff)
             res = stats.bootstrap(
@@ -567,10 +486,10 @@ def reevaluation_noise(
     sample_rng = np.random.default_rng(config.seed + 3)
     for metric in ("avg", "p_ser"):
         true_sign = np.sign(gaps[(gaps["source"] == "truth") & (gaps["metric"] == metric)]["gap"].iloc[0])
-        for src in sources:
+        for src, frame in per_user.items():
             if src == "truth":
                 continue
-            d = (per_user[src][a][metric] - per_user[src][b][metric]).to_numpy()
+            d = frame.loc[a, metric].to_numpy(dtype=float) - frame.loc[b, metric].to_numpy(dtype=float)
             d = d[np.isfinite(d)]
             reached = np.nan
             for n in config.user_sizes:
@@ -583,5 +502,79 @@ def reevaluation_noise(
                     reached = n
             needed.append({"metric": metric, "source": src, "users_for_95%": reached})
     out = ReevalDetection(gaps, pd.DataFrame(order_rows), pd.DataFrame(needed))
+    pairs = sources["truth"]
     out.gaps.attrs.update(recommenders=names, users=len(users), pairs=len(pairs))
     return out
+
+
+# ----------------------------------------------------------------------------------------------- the chapter
+@dataclass(frozen=True)
+class DetectionData:
+    """The chapter's two datasets: judged serendipity pairs (chapter 1's) and a ratings dataset (chapters 2-4's)."""
+
+    pairs: SerendipityPairs
+    dataset: Dataset
+
+    @property
+    def display_label(self) -> str:
+        """Both datasets' labels, each marked ``[STAND-IN]`` when it is not the paper's data."""
+        return f"{self.pairs.display_label}; {self.dataset.display_label}"
+
+
+@dataclass(kw_only=True)
+class DetectionRun(Run):
+    """The six studies of what each protocol detects, all judged by the simulated judge."""
+
+    experiment: ClassVar[str] = "protocol_detection"
+
+    config: DetectionConfig
+    noise: pd.DataFrame
+    coverage: pd.DataFrame
+    separation: Separation
+    arena: pd.DataFrame
+    saer: SaerDetection
+    reevaluation: ReevalDetection
+
+    def results(self) -> list[Result]:
+        """MAE per score noise with its bootstrap CI, and the coverage of each CI method per sample size."""
+        out = [
+            result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], "95% percentile bootstrap",
+                   noise=float(r["noise"]))
+            for _, r in self.noise.iterrows()
+        ]  # fmt: skip
+        out += [
+            result("ci_coverage", r["coverage"], r["coverage_lo"], r["coverage_hi"], self.config.repeats,
+                   "95% Wilson", n_pairs=int(r["n"]), interval_of=str(r["interval"]))
+            for _, r in self.coverage.iterrows()
+        ]  # fmt: skip
+        return out
+
+
+def run(judge: str | Mapping[str, Any] | JudgeProfile, data: DetectionData, config: DetectionConfig) -> DetectionRun:
+    """Every study of the chapter; ``judge`` is a simulated-judge profile, whose seed each study's error model uses."""
+    if not config.reeval_noise:
+        raise ValueError("reeval_noise needs at least one noise level")
+    sim = sim_factory(judge)
+    probe = sim()
+    judge_name = probe.model_name
+    probe.close()
+    timings: dict[str, float] = {}
+
+    def timed(step: str, fn: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        out = fn()
+        timings[step] = time.perf_counter() - started
+        return out
+
+    return DetectionRun(
+        config=config,
+        judge_name=judge_name,
+        data_label=data.display_label,
+        timings=timings,
+        noise=timed("judge serendipity noise", lambda: serendipity_noise(sim, data.pairs, config)),
+        coverage=timed("judge ci coverage", lambda: ci_coverage(sim, data.pairs, config)),
+        separation=timed("judge template separation", lambda: pairs_to_separate(sim, data.pairs, config)),
+        arena=timed("judge arena position bias", lambda: arena_position_bias(sim, data.dataset, config)),
+        saer=timed("judge saer protocols", lambda: saer_protocols(sim, data.dataset, config)),
+        reevaluation=timed("judge reevaluation noise", lambda: reevaluation_noise(sim, data.dataset, config)),
+    )

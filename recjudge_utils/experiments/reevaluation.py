@@ -1,19 +1,21 @@
 """Re-evaluating recommenders for accuracy and serendipity with the LLM judge (paper: serendipity-llm-judge,
 Section 5, Table 3).
 
-``run_reevaluation(judge, dataset, example_pairs, ReevaluationConfig(...))`` runs the protocol fold by fold:
+``run(judge, ReevaluationData(dataset, example_pairs), ReevaluationConfig(...))`` runs the protocol fold by fold:
 
 1. ``prepare_folds``: positives (rating >= 4), the temporal global split (:mod:`recjudge_utils.splitting.temporal`,
    with its unseen-user/item rules), the *evaluation users* of a fold (test users with training history and at
    least one test positive among training items) and a seeded sample of ``n_users`` of them to be judged (the
    same users for every recommender).
-2. ``fit_recommenders``: TPE tuning on validation Recall@10 (``n_trials`` per RS per fold), the best trial's
-   model (fits are seeded: the same as a refit with the best parameters).
+2. ``fit_fold``: every RS through the one training path (:func:`recjudge_utils.recommenders.training.train`) with
+   its tuning option: TPE on validation Recall@10 (``n_trials`` per RS per fold) and the best trial's model, stored
+   so that another run (another judge) loads it.
 3. ``top_k_frame``: top-k lists (training items excluded) for every evaluation user.
 4. ``judge_recommendations``: every distinct (user, item) pair of the judged users' lists, over all
    recommenders, is judged **once** with the serendipity judge; the history is the user's last ``n_history``
    training items; few-shot examples never come from a judged user.
-5. :mod:`recjudge_utils.metrics.serendipity_at_k`: Precision/NDCG@k for accuracy and serendipity, Avg.Score@k.
+5. :mod:`recjudge_utils.metrics.serendipity_at_k`: Precision/NDCG@k for accuracy and serendipity, Avg.Score@k,
+   each with its bootstrap CI over users; ``random_tests``: each RS against Random on the judged users.
 
 Tables, figures and observations: :mod:`recjudge_utils.reporting.reevaluation`.
 """
@@ -21,34 +23,30 @@ Tables, figures and observations: :mod:`recjudge_utils.reporting.reevaluation`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
 from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.steps import sample_users, top_lists
 from recjudge_utils.judge.types import Judge
-from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
+from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
 from recjudge_utils.paths import current_run_dir
 from recjudge_utils.protocols.few_shot import select_few_shot_examples
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 from recjudge_utils.protocols.truth import reevaluation_truth
 from recjudge_utils.recommenders import RECOMMENDERS
-from recjudge_utils.recommenders.artifacts import (
-    ArtifactStore,
-    code_hash,
-    dataset_fingerprint,
-    frame_fingerprint,
-    function_hash,
-)
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
-from recjudge_utils.recommenders.plan_standin import StandInRecommender, fit_or_stand_in, note_plan
-from recjudge_utils.recommenders.training import build_recommender, fit_recommender, training_frame
-from recjudge_utils.recommenders.tuning import SEARCH_SPACES, TuneResult, tune
-from recjudge_utils.reporting.display import data_label
+from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_plan
+from recjudge_utils.recommenders.training import Trained, Tuning, train
 from recjudge_utils.splitting.temporal import (
     UnseenReport,
     last_items,
@@ -59,20 +57,22 @@ from recjudge_utils.splitting.temporal import (
 )
 
 __all__ = [
-    "Fitted",
     "Fold",
     "ReevaluationConfig",
+    "ReevaluationData",
     "ReevaluationRun",
-    "fit_recommenders",
+    "fit_fold",
     "judge_recommendations",
     "prepare_folds",
-    "run_reevaluation",
+    "random_tests",
+    "run",
     "top_k_frame",
 ]
 
 ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
 #: the paper's six recommenders: their judged items make the serendipitous pool (Pop and Random are extra baselines)
 PAPER_RECOMMENDERS = ("bprmf", "sasrec", "kfn", "uaum", "desr", "purs")
+SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged users only
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,24 @@ class ReevaluationConfig:
         training_budget("reevaluation", self.train_budget)  # validates the name
 
 
+@dataclass(frozen=True)
+class ReevaluationData:
+    """The dataset whose recommenders are re-evaluated, and the labelled pairs (Serendipity-2018 or its stand-in)
+    the judge's few-shot examples are drawn from."""
+
+    dataset: Dataset
+    examples: SerendipityPairs
+
+    @property
+    def display_label(self) -> str:
+        """The re-evaluated dataset's label, marked ``[STAND-IN]`` when it is not the paper's data."""
+        return self.dataset.display_label
+
+
 @dataclass
 class Fold:
+    """One fold of the temporal split: its slices, evaluation and judged users, and what was dropped as unseen."""
+
     fold: int
     train: pd.DataFrame
     valid: pd.DataFrame
@@ -115,6 +131,7 @@ class Fold:
     train_ratings: pd.DataFrame | None = None
 
     def summary(self) -> dict[str, Any]:
+        """Sizes and unseen-entity counts, one row of the fold table."""
         return {
             "fold": self.fold,
             "train": len(self.train),
@@ -139,15 +156,14 @@ def prepare_folds(
     n_slices: int = 10,
     train_slices: int = 6,
 ) -> list[Fold]:
-    """Positives + temporal split per fold + evaluation users + seeded sample of judged users."""
+    """Positives + temporal split per fold + evaluation users + seeded sample of ``n_users`` judged users (0: all)."""
     pos = positive_interactions(interactions, threshold) if "rating" in interactions.columns else interactions
     out = []
     for f in range(folds):
         train, valid, test = split_global_time(pos, n_slices, train_slices, fold=f)
         _, _, raw_test = split_global_time(pos, n_slices, train_slices, fold=f, drop_unseen=False)
         users = np.sort(test["user"].unique()).astype(np.int64)
-        rng = np.random.default_rng([seed, f])
-        judged = np.sort(rng.choice(users, size=min(n_users, len(users)), replace=False)) if n_users else users[:0]
+        judged = np.asarray(sample_users(users, n_users, seed=[seed, f]), dtype=np.int64)
         ordered = pos.sort_values(["timestamp", "user", "item"], kind="mergesort")
         b = slice_bounds(len(ordered), n_slices)
         ts = ordered["timestamp"].to_numpy()
@@ -161,110 +177,51 @@ def prepare_folds(
     return out
 
 
-@dataclass
-class Fitted:
-    name: str
-    model: Recommender
-    tuning: TuneResult
-    fit_seconds: float
-
-
-def fit_recommenders(
-    fold: Fold,
-    names: Sequence[str],
-    n_trials: int,
-    seed: int = 0,
-    fixed_params: dict[str, dict[str, Any]] | None = None,
-    items: pd.DataFrame | None = None,
-    progress: bool = True,
-    store: ArtifactStore | None = None,
-    storage: str | None = None,
-) -> dict[str, Fitted]:
-    """Tune each RS on the fold's validation slice (Recall@10); keep the best trial's model (trained on train).
-
-    Every fit is seeded, so the kept model is exactly what a refit with the best parameters would give. A tuned
-    model is stored in the artifact store under its data, split, code, search space, trials and seed, so another
-    run (another judge) loads it instead of tuning again; the TPE study lives in ``storage`` (an Optuna RDB URL) and
-    resumes after a kill. In plan mode nothing is tuned, trained or stored: a model not stored is a cheap fit or a
-    stand-in (:mod:`recjudge_utils.recommenders.plan_standin`).
-    """
-    from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
-
-    fixed_params = fixed_params or {}
-    store = store or ArtifactStore()
-    fitted: dict[str, Fitted] = {}
-    bar = tqdm(list(names), desc=f"fold {fold.fold}: tune+train", disable=not progress)
-    data = {
-        "train": dataset_fingerprint(fold.train),
-        "valid": dataset_fingerprint(fold.valid),
-        "ratings": None if fold.train_ratings is None else dataset_fingerprint(fold.train_ratings),
-        "items": None if items is None else frame_fingerprint(items),
-    }
+def fit_fold(
+    fold: Fold, config: ReevaluationConfig, storage: str | None
+) -> tuple[dict[str, Trained], dict[str, float]]:
+    """Every RS of ``config`` tuned on the fold's validation slice and fitted on its training slices (stored, or
+    loaded from an earlier run; a stand-in in plan mode); returns the models and the seconds each took."""
+    fixed = training_budget("reevaluation", config.train_budget)
+    fitted: dict[str, Trained] = {}
+    seconds: dict[str, float] = {}
+    bar = tqdm(list(config.recommenders), desc=f"fold {fold.fold}: tune+train")
     for name in bar:
         bar.set_postfix_str(name)
-        fixed = fixed_params.get(name, {})
-        fields = {
-            "recommender": name,
-            "code": code_hash(name),
-            "space": function_hash(SEARCH_SPACES[name]),
-            "fold": fold.fold,
-            "fixed": fixed,
-            "n_trials": n_trials,
-            "seed": seed,
-            **data,
-        }
-
-        def compute(name: str = name, fixed: dict[str, Any] = fixed, fields: dict[str, Any] = fields) -> Fitted:
-            result = tune(
-                name,
-                fold.train,
-                fold.valid,
-                n_trials=n_trials,
-                seed=seed,
-                fixed=fixed,
-                items=items,
-                ratings=fold.train_ratings,
-                storage=storage,
-                study_name=f"{name}-fold{fold.fold}-{ArtifactStore.key(fields)[:12]}",
-            )
-            start = time.perf_counter()
-            model = result.model  # the best trial's model, fitted on fold.train with result.params and the seed
-            if model is None:
-                model = fit_recommender(
-                    name, fold.train, items, seed=seed, params=result.params, ratings=fold.train_ratings
-                )
-            return Fitted(name, model, result, time.perf_counter() - start)
-
-        def stand_in(name: str = name, fixed: dict[str, Any] = fixed, fields: dict[str, Any] = fields) -> Fitted:
-            # plan mode: no TPE study, no training; the model is a cheap fit or a stand-in (see plan_standin)
-            frame = training_frame(name, fold.train, fold.train_ratings)
-            model = build_recommender(name, seed, dict(fixed))
-            model = fit_or_stand_in(name, model, frame, items, key=ArtifactStore.key(fields), seed=seed)
-            return Fitted(name, model, TuneResult(name, dict(fixed), float("nan"), 0, 0.0), 0.0)
-
-        fitted[name], _ = store.get_or_compute("tuned", fields, compute, stand_in=stand_in)
+        started = time.perf_counter()
+        fitted[name] = train(
+            name,
+            fold.train,
+            None,  # no catalogue: the models rank the items seen in training, the only ones the protocol can test
+            split={"kind": "temporal", "fold": fold.fold},
+            seed=config.seed,
+            params=fixed.get(name, {}),
+            ratings=fold.train_ratings,
+            tuning=Tuning(fold.valid, config.n_trials, storage),
+        )
+        seconds[name] = time.perf_counter() - started
     if any(isinstance(f.model, StandInRecommender) for f in fitted.values()):
         note_plan(
             note=f"fold {fold.fold}: each distinct judged (user, item) pair is one call, and stand-in lists share "
             "almost no item, so the count is about its upper bound (users x recommenders x top_k); trained lists "
             "overlap, so a run makes fewer calls"
         )
-    return fitted
+    return fitted, seconds
 
 
 def top_k_frame(models: dict[str, Recommender], users: np.ndarray, k: int = 20) -> pd.DataFrame:
     """Long frame (rs, user, rank (1-based), item) of every model's top-k for ``users``."""
+    lists = top_lists(models, users.tolist(), k)
     parts = []
-    for name, model in models.items():
-        recs = model.recommend(users, k=k)
-        kk = recs.shape[1]
+    for name, per_user in lists.items():
+        kk = len(per_user[int(users[0])]) if len(users) else 0
         parts.append(
             pd.DataFrame(
                 {
                     "rs": name,
                     "user": np.repeat(users, kk),
                     "rank": np.tile(np.arange(1, kk + 1), len(users)),
-                    "item": recs.ravel(),
+                    "item": np.array([i for u in users for i in per_user[int(u)]], dtype=np.int64),
                 }
             )
         )
@@ -304,23 +261,6 @@ def judge_recommendations(
     return judged
 
 
-@dataclass
-class ReevaluationRun:
-    """Everything one run produced."""
-
-    config: ReevaluationConfig
-    judge_name: str | None
-    data_label: str
-    examples_label: str | None
-    folds: list[Fold]
-    fitted: list[dict[str, Fitted]]
-    recs: pd.DataFrame
-    judgments: pd.DataFrame
-    per_user: pd.DataFrame
-    summary: pd.DataFrame
-    timings: dict[str, float] = field(default_factory=dict)
-
-
 def make_scorer(
     judge: Judge,
     example_pairs: SerendipityPairs,
@@ -344,46 +284,102 @@ def make_scorer(
     )
 
 
-def run_reevaluation(
-    judge: Judge | None,
-    dataset: Dataset,
-    example_pairs: SerendipityPairs | None,
-    config: ReevaluationConfig | None = None,
-    progress: bool = True,
-) -> ReevaluationRun:
-    """Run the whole protocol; ``judge=None`` (or no example pairs) measures accuracy only."""
+def random_tests(per_user: pd.DataFrame, metric: str = "p_ser") -> pd.DataFrame:
+    """Each RS against Random on ``metric`` over the same judged users (paired t-test), Holm-adjusted for the
+    number of RSs compared (statsmodels ``multipletests``); empty without a Random baseline."""
+    per = per_user[per_user["judged"]]
+    if "random" not in set(per["rs"]):
+        return pd.DataFrame(columns=["rs", "users", "mean difference", "p", "Holm-adjusted p"])
+    wide = per.pivot_table(index=["fold", "user"], columns="rs", values=metric)
+    rows = []
+    for rs in wide.columns:
+        if rs == "random":
+            continue
+        both = wide[[rs, "random"]].dropna()
+        diff = (both[rs] - both["random"]).to_numpy()
+        untestable = len(diff) < 2 or np.allclose(diff, diff[0])
+        rows.append(
+            {
+                "rs": rs,
+                "users": len(diff),
+                "mean difference": float(np.mean(diff)) if len(diff) else np.nan,
+                "p": np.nan if untestable else float(stats.ttest_rel(both[rs], both["random"]).pvalue),
+            }
+        )
+    out = pd.DataFrame(rows)
+    ok = out["p"].notna() if len(out) else pd.Series(dtype=bool)
+    out["Holm-adjusted p"] = np.nan
+    if ok.any():
+        out.loc[ok, "Holm-adjusted p"] = multipletests(out.loc[ok, "p"], method="holm")[1]
+    return out
+
+
+@dataclass(kw_only=True)
+class ReevaluationRun(Run):
+    """Everything one run produced: folds, fitted models, lists, judgments, per-user metrics and their summary."""
+
+    experiment: ClassVar[str] = "reevaluation"
+
+    config: ReevaluationConfig
+    examples_label: str  # where the few-shot examples came from
+    folds: list[Fold]
+    fitted: list[dict[str, Trained]]
+    recs: pd.DataFrame
+    judgments: pd.DataFrame
+    per_user: pd.DataFrame
+    summary: pd.DataFrame  # per RS: the five Table 3 metrics with their CIs (m, m_lo, m_hi), users, unparsed
+    random_tests: pd.DataFrame  # each RS against Random on P_ser over the judged users
+
+    def results(self) -> list[Result]:
+        """Per RS: the five Table 3 metrics with their bootstrap CIs over users, and the unparsed count."""
+        out = []
+        for _, r in self.summary.iterrows():
+            for m in METRICS:
+                n = r["users_judged"] if m in SERENDIPITY_METRICS else r["users_acc"]
+                out.append(result(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n, "95% bootstrap over users", rs=str(r["rs"])))
+            out.append(result("unparsed", r["unparsed"], rs=str(r["rs"])))
+        return out
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """The judged pairs' scores (None when unparsed), fold by fold."""
+        j = self.judgments
+        if not len(j):
+            return {"scores": []}
+        return {
+            "scores": [
+                {"fold": int(f), "user": int(u), "item": int(i), "label": None if pd.isna(s) else int(s)}
+                for f, u, i, s in zip(j["fold"], j["user"], j["item"], j["score"], strict=True)
+            ]
+        }
+
+
+def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None = None) -> ReevaluationRun:
+    """Split, tune and train every RS per fold, judge the judged users' lists, and summarise Table 3 with CIs."""
     cfg = config or ReevaluationConfig()
+    dataset = data.dataset
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    folds = prepare_folds(dataset.interactions, folds=cfg.folds, n_users=cfg.n_users or 10**9, seed=cfg.seed)
-    timings["split"] = time.perf_counter() - t0
+    folds = prepare_folds(dataset.interactions, folds=cfg.folds, n_users=cfg.n_users, seed=cfg.seed)
+    timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
     item_noun = ITEM_NOUNS.get(dataset.name, "movie")
-    scorer = None
-    if judge is not None and example_pairs is not None and all_judged:
-        scorer = make_scorer(judge, example_pairs, all_judged, cfg, item_noun)
-    fixed = training_budget("reevaluation", cfg.train_budget)
+    scorer = make_scorer(judge, data.examples, all_judged, cfg, item_noun) if all_judged else None
     if cfg.optuna_storage is None:
         current_run_dir().mkdir(parents=True, exist_ok=True)
     storage = cfg.optuna_storage or f"sqlite:///{current_run_dir() / 'optuna.sqlite'}"
     fitted_all, recs_all, judg_all, per_user_all = [], [], [], []
-    timings["train"] = timings["judge"] = 0.0
     for f in folds:
-        t = time.perf_counter()
-        fitted = fit_recommenders(
-            f, cfg.recommenders, cfg.n_trials, seed=cfg.seed, fixed_params=fixed, progress=progress, storage=storage
-        )
-        timings["train"] += time.perf_counter() - t
-        models = {name: fit.model for name, fit in fitted.items()}
-        recs = top_k_frame(models, f.eval_users, k=cfg.top_k)
+        fitted, seconds = fit_fold(f, cfg, storage)
+        for name, s in seconds.items():
+            timings[f"train {name}"] = timings.get(f"train {name}", 0.0) + s
+        recs = top_k_frame({name: fit.model for name, fit in fitted.items()}, f.eval_users, k=cfg.top_k)
         recs.insert(0, "fold", f.fold)
         judgments = None
         if scorer is not None and len(f.judged_users):
             t = time.perf_counter()
-            to_judge = recs.loc[recs["user"].isin(f.judged_users)]
             future = dataset.interactions.loc[dataset.interactions["timestamp"] > f.time_range[1]]
             judgments = judge_recommendations(
-                to_judge,
+                recs.loc[recs["user"].isin(f.judged_users)],
                 f.train,
                 dataset.items,
                 scorer,
@@ -393,7 +389,7 @@ def run_reevaluation(
             )
             judgments.insert(0, "fold", f.fold)
             judg_all.append(judgments)
-            timings["judge"] += time.perf_counter() - t
+            timings["judge recommendations"] = timings.get("judge recommendations", 0.0) + time.perf_counter() - t
         pool = [r for r in cfg.recommenders if r in PAPER_RECOMMENDERS] or list(cfg.recommenders)
         per_user_all.append(per_user_metrics(recs, f.test, judgments, k=cfg.top_k, fold=f.fold, pool_rs=pool))
         fitted_all.append(fitted)
@@ -401,18 +397,19 @@ def run_reevaluation(
     per_user = pd.concat(per_user_all, ignore_index=True)
     t = time.perf_counter()
     summary = summarise(per_user, n_boot=cfg.n_boot, seed=cfg.seed)
-    timings["summarise"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t0
+    tests = random_tests(per_user)
+    timings["summarise metrics"] = time.perf_counter() - t
     return ReevaluationRun(
         config=cfg,
-        judge_name=None if scorer is None or judge is None else judge.model_name,
-        data_label=data_label(dataset.label, dataset.is_real),
-        examples_label=None if example_pairs is None else data_label(example_pairs.label, example_pairs.is_real),
+        judge_name=judge.model_name,
+        data_label=data.display_label,
+        timings=timings,
+        examples_label=data.examples.display_label,
         folds=folds,
         fitted=fitted_all,
         recs=pd.concat(recs_all, ignore_index=True),
         judgments=pd.concat(judg_all, ignore_index=True) if judg_all else pd.DataFrame(),
         per_user=per_user,
         summary=summary,
-        timings=timings,
+        random_tests=tests,
     )

@@ -1,64 +1,119 @@
 """SAER's offline evaluation (Liu et al., SIGIR '26): customers, two recommenders, three judge runs.
 
-``run_saer(judge, dataset, SaerConfig(...))`` samples customers stratified by engagement, builds each one's
-context (:mod:`recjudge_utils.protocols.context.saer`), produces top-k lists from the co-occurrence and the
-embedding recommender, and asks the judge for
+``run(judge, dataset, SaerConfig(...))`` builds the panel (:func:`build_panel`: customers sampled stratified by
+engagement, each one's last ``heldout`` interactions held out as the future the truth is read from, each one's
+context from :mod:`recjudge_utils.protocols.context.saer`, the top-k lists of the co-occurrence and the embedding
+recommender) and asks the judge for
 
 1. pointwise labels (Table 1) with the main prompt version, and with every other prompt version on the
    same lists when ``pointwise_ablation`` is on (so prompt versions can be compared as labelers);
-2. pairwise verdicts with the main prompt, each comparison twice with Set 1 / Set 2 swapped (Table 2;
-   :mod:`recjudge_utils.protocols.pairwise`);
+2. pairwise verdicts with the main prompt, each comparison twice with Set 1 / Set 2 swapped and adjudicated by
+   :func:`recjudge_utils.protocols.pairwise.games` (Table 2);
 3. adversarial pairs (genuine list vs another customer's list, random position) under every prompt
    version (Table 3; :mod:`recjudge_utils.protocols.adversarial`).
 
 Requests are grouped by template so the backend can reuse each template's fixed prefix. Unparsed answers stay
-in the frames (status "unparsed", label None): every table counts them. Tables: :mod:`recjudge_utils.reporting.saer`.
+in the frames (status "unparsed", label None): every table counts them. Every share comes with its 95% Wilson
+interval and every agreement with its bootstrap CIs, computed here as numbers. Chapter 5 builds panels and judges
+them with the same steps (:func:`build_panel`, :func:`judge_pointwise`, :func:`judge_pairwise`,
+:func:`judge_adversarial`). Tables: :mod:`recjudge_utils.reporting.saer`.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from itertools import combinations
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.answer_formats.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
+from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.data import Dataset
-from recjudge_utils.judge.truth import PreferenceTruth
+from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue
-from recjudge_utils.metrics.pairwise import TIE
-from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
-from recjudge_utils.protocols.answers.saer_fields import parse_pairwise, parse_pointwise
+from recjudge_utils.metrics.agreement import agreement, pairwise_order
+from recjudge_utils.metrics.intervals import wilson
+from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
+from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_outcome, adversarial_pairs
 from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for
-from recjudge_utils.protocols.pairwise import Game, judge_games
-from recjudge_utils.protocols.saer import VERSIONS, load_template, pairwise_request, pointwise_request, set_position
+from recjudge_utils.protocols.pairwise import Game, games, judge_games
+from recjudge_utils.protocols.saer import (
+    VERSION_NAMES,
+    VERSIONS,
+    load_template,
+    pairwise_request,
+    pointwise_request,
+    set_position,
+)
 from recjudge_utils.protocols.truth import heldout_hits, list_label_truth
-from recjudge_utils.recommenders import make_recommender
 from recjudge_utils.recommenders.base import Recommender
-from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
-from recjudge_utils.reporting.display import data_label
+from recjudge_utils.recommenders.training import train_or_load
 
 __all__ = [
     "ALGORITHMS",
+    "ENCODERS",
+    "PAIRWISE_OUTCOMES",
     "PAPER_CALLS",
+    "SAER_MODELS",
     "SaerConfig",
+    "SaerPanel",
     "SaerRun",
-    "make_recommenders",
-    "run_saer",
+    "WordCounts",
+    "build_panel",
+    "fit_recommenders",
+    "hold_out_last",
+    "judge_adversarial",
+    "judge_pairwise",
+    "judge_pointwise",
+    "labeler_agreement",
+    "run",
     "sample_customers",
-    "top_lists",
 ]
 
 ALGORITHMS: tuple[str, str] = ("co-occurrence", "embedding")
-_REGISTRY_KEYS = {"co-occurrence": "cooccurrence", "embedding": "embedding"}
+#: the paper's two algorithms: our name -> (registry key, parameters); see their modules for the exact scoring
+SAER_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "co-occurrence": ("cooccurrence", {"n_recent": 20}),
+    "embedding": ("embedding", {"n_recent": 5}),
+}
 #: our inference of the paper's offline run size (not stated as such in the paper): 400 pointwise lists +
 #: 200 comparisons x 2 orders + 100 adversarial pairs x 3 prompt versions
 PAPER_CALLS = 400 + 400 + 300
 PAPER_MINUTES = 30.0
 PAPER_USD = 28.0
+
+
+class WordCounts:
+    """Each text as counts of its words over the vocabulary of all texts encoded together: a cheap offline encoder
+    (tests and quick previews) where the paper's MiniLM is not wanted. Its ``repr`` names it in artifact keys."""
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """One row of word counts per text."""
+        words = [re.findall(r"\w+", t.lower()) for t in texts]
+        index = {w: i for i, w in enumerate(sorted({w for ws in words for w in ws}))}
+        out = np.zeros((len(texts), len(index)), dtype=np.float32)
+        for row, ws in enumerate(words):
+            for w in ws:
+                out[row, index[w]] += 1
+        return out
+
+    def __repr__(self) -> str:
+        return "word-counts"
+
+
+#: ``SaerConfig.encoder`` -> the embedding recommender's extra parameters ("minilm": all-MiniLM-L6-v2, the paper's
+#: sentence transformer, cached on disk per catalogue)
+ENCODERS: dict[str, dict[str, Any]] = {
+    "minilm": {},
+    "word-counts": {"encoder": WordCounts(), "model_name": "word counts"},
+}
 
 
 @dataclass(frozen=True)
@@ -72,10 +127,12 @@ class SaerConfig:
     seed: int = 0
     window_days: int = 180
     max_history: int = 8
+    min_interactions: int = 6  # customers with fewer interactions are not sampled
     pointwise_ablation: bool = False
     n_adversarial: int | None = None  # default: every sampled customer (paper: 100 of 200)
     n_boot: int = 1000
     heldout: int = 5  # each customer's last interactions, held out as the future the truth is read from
+    encoder: str = "minilm"  # the embedding recommender's item encoder (a key of ENCODERS)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_versions", tuple(self.prompt_versions))
@@ -87,6 +144,10 @@ class SaerConfig:
             raise ValueError("top_k must be positive")
         if self.heldout < 1:
             raise ValueError("heldout must be at least 1 (the truth is read from the held-out future)")
+        if self.min_interactions <= self.heldout:
+            raise ValueError("min_interactions must exceed heldout (a customer needs a history beside the future)")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"unknown encoder {self.encoder!r}; known: {sorted(ENCODERS)}")
 
 
 def sample_customers(interactions: pd.DataFrame, n: int, seed: int = 0, min_interactions: int = 5) -> pd.DataFrame:
@@ -113,50 +174,72 @@ def sample_customers(interactions: pd.DataFrame, n: int, seed: int = 0, min_inte
     return counts.loc[chosen].reset_index(drop=True)
 
 
-def make_recommenders(
-    encoder: Callable[[list[str]], np.ndarray] | None = None, seed: int = 0
-) -> dict[str, Recommender]:
-    """The paper's two algorithms, built from the registry (see their modules for the exact scoring)."""
-    return {
-        "co-occurrence": make_recommender("cooccurrence", n_recent=20, seed=seed),
-        "embedding": make_recommender("embedding", n_recent=5, encoder=encoder, seed=seed),
-    }
+def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(visible, future): each listed customer's last ``n`` interactions by time are the future, held out of the
+    context and of the recommenders' training, so that a truth exists (the held-out positives)."""
+    chosen = interactions.loc[interactions["user"].isin(list(users))]
+    ordered = chosen.sort_values(["user", "timestamp", "item"], kind="mergesort")
+    future_index = ordered.groupby("user", sort=False).tail(n).index
+    return interactions.drop(index=future_index), interactions.loc[future_index]
 
 
-def top_lists(recommenders: dict[str, Recommender], users: Sequence[int], k: int) -> dict[str, dict[int, list[int]]]:
-    """Top-k list per algorithm per customer (already-consumed items excluded)."""
-    users_arr = np.asarray(list(users), dtype=np.int64)
-    out: dict[str, dict[int, list[int]]] = {}
-    for name, rec in recommenders.items():
-        recs = rec.recommend(users_arr, k=k, exclude_seen=True)
-        out[name] = {int(u): [int(i) for i in row] for u, row in zip(users_arr, recs, strict=True)}
-    return out
+def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Recommender]:
+    """The paper's two algorithms fitted on ``visible`` (or loaded, or in plan mode stood in for) through the one
+    training path, :func:`~recjudge_utils.recommenders.training.train_or_load`."""
+    split = {"kind": "saer_heldout", "heldout": config.heldout, "dataset": dataset.name}
+    models = {}
+    for alg, (key, params) in SAER_MODELS.items():
+        extra = ENCODERS[config.encoder] if key == "embedding" else {}
+        models[alg], _ = train_or_load(
+            key, visible, dataset.items, split=split, seed=config.seed, params={**params, **extra}
+        )
+    return models
 
 
-@dataclass
-class SaerRun:
-    """Everything one run produced (frames keep unparsed answers with status and reason)."""
+@dataclass(frozen=True)
+class SaerPanel:
+    """What every SAER task judges: the sampled customers, their contexts, the two algorithms' lists and how many
+    held-out future positives each list holds (the truth a simulated judge answers from)."""
 
-    config: SaerConfig
-    dataset_label: str
-    dataset_is_real: bool
     domain: str
-    judge: str
-    customers: pd.DataFrame
+    customers: pd.DataFrame  # user, n_interactions, engagement
     contexts: dict[int, CustomerContext]
     catalogue: Catalogue
     lists: dict[str, dict[int, list[int]]]
-    pointwise: pd.DataFrame
-    pairwise: pd.DataFrame
-    adversarial: pd.DataFrame
-    heldout_hits: dict[str, dict[int, int]] = field(default_factory=dict)  # held-out positives in each list
-    timings: dict[str, float] = field(default_factory=dict)
+    hits: dict[str, dict[int, int]]
 
     @property
-    def title_suffix(self) -> str:
-        return f"{self.dataset_label}; judge: {self.judge}"
+    def users(self) -> list[int]:
+        """The sampled customers, in sampling order."""
+        return [int(u) for u in self.customers["user"]]
 
 
+def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] | None = None) -> SaerPanel:
+    """Sample ``config.n_customers`` customers (with at least ``config.min_interactions``), hold out each one's last
+    ``config.heldout`` interactions, build the contexts, fit both algorithms on the rest and take their top-k
+    lists; ``timings`` (when given) receives the seconds of "load data" and "fit recommenders"."""
+    t0 = time.perf_counter()
+    inter = dataset.interactions
+    domain = domain_for(dataset.name)
+    catalogue = Catalogue.from_items(dataset.items)
+    customers = sample_customers(inter, config.n_customers, seed=config.seed, min_interactions=config.min_interactions)
+    users = [int(u) for u in customers["user"]]
+    visible, future = hold_out_last(inter, users, config.heldout)
+    contexts = {
+        u: build_context(visible, catalogue, u, domain, window_days=config.window_days, max_history=config.max_history)
+        for u in users
+    }
+    t1 = time.perf_counter()
+    lists = top_lists(fit_recommenders(dataset, visible, config), users, config.top_k)
+    positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
+    hits = {alg: heldout_hits(lists[alg], positives) for alg in ALGORITHMS}
+    if timings is not None:
+        timings["load data"] = t1 - t0
+        timings["fit recommenders"] = time.perf_counter() - t1
+    return SaerPanel(domain, customers, contexts, catalogue, lists, hits)
+
+
+# ----------------------------------------------------------------------------------------------- judging
 _RESULT_COLUMNS = (
     "status",
     "reason",
@@ -174,103 +257,17 @@ def _result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
     return {k: row[k] for k in _RESULT_COLUMNS}
 
 
-def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(visible, future): each listed customer's last ``n`` interactions by time are the future, held out of the
-    context and of the recommenders' training, so that a truth exists (the held-out positives)."""
-    chosen = interactions.loc[interactions["user"].isin(list(users))]
-    ordered = chosen.sort_values(["user", "timestamp", "item"], kind="mergesort")
-    future_index = ordered.groupby("user", sort=False).tail(n).index
-    return interactions.drop(index=future_index), interactions.loc[future_index]
+def _main_first(config: SaerConfig) -> list[str]:
+    """Every prompt version, the main one first (it shares its template, so the cached prefix, with the pairwise
+    batch)."""
+    return [config.main_version] + [v for v in config.prompt_versions if v != config.main_version]
 
 
-def run_saer(judge: Judge, dataset: Dataset, config: SaerConfig | None = None, encoder: Any = None) -> SaerRun:
-    """Run the whole offline evaluation with ``judge``.
-
-    ``dataset`` follows the ``recjudge_utils.data.Dataset`` contract (interactions, items, name, label,
-    is_real). ``encoder`` replaces the MiniLM sentence encoder (tests pass a cheap one).
-    """
-    cfg = config or SaerConfig()
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    domain = domain_for(dataset.name)
-    inter = dataset.interactions
-    catalogue = Catalogue.from_items(dataset.items)
-    customers = sample_customers(inter, cfg.n_customers, seed=cfg.seed, min_interactions=max(5, cfg.heldout + 1))
-    users = customers["user"].tolist()
-    visible, future = hold_out_last(inter, users, cfg.heldout)
-    contexts = {
-        u: build_context(visible, catalogue, u, domain, window_days=cfg.window_days, max_history=cfg.max_history)
-        for u in users
-    }
-    timings["data_s"] = time.perf_counter() - t0
-
-    t1 = time.perf_counter()
-    recs = make_recommenders(encoder=encoder, seed=cfg.seed)
-    # co-occurrence counts and MiniLM embeddings learn nothing: fitted even in plan mode, unless the catalogue would
-    # have to be encoded first (then a stand-in, see recjudge_utils.recommenders.plan_standin)
-    recs = {
-        name: fit_or_stand_in(name, rec, visible, dataset.items, key=f"saer:{name}:{cfg.seed}", seed=cfg.seed)
-        for name, rec in recs.items()
-    }
-    lists = top_lists(recs, users, cfg.top_k)
-    positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
-    hits = {alg: heldout_hits(lists[alg], positives) for alg in ALGORITHMS}
-    timings["recommenders_s"] = time.perf_counter() - t1
-
-    t2 = time.perf_counter()
-    panel = _Panel(domain, users, contexts, catalogue, lists, hits)
-    pointwise = _run_pointwise(judge, cfg, panel)
-    timings["pointwise_s"] = time.perf_counter() - t2
-    t3 = time.perf_counter()
-    pairwise = _run_pairwise(judge, cfg, panel)
-    timings["pairwise_s"] = time.perf_counter() - t3
-    t4 = time.perf_counter()
-    adversarial = _run_adversarial(judge, cfg, panel)
-    timings["adversarial_s"] = time.perf_counter() - t4
-    timings["total_s"] = time.perf_counter() - t0
-
-    label = data_label(dataset.label, dataset.is_real)
-    if domain != "ecommerce":
-        label = f"{label} as a stand-in for Amazon Beauty"
-    return SaerRun(
-        config=cfg,
-        dataset_label=label,
-        dataset_is_real=bool(dataset.is_real),
-        domain=domain,
-        judge=judge.model_name,
-        customers=customers,
-        contexts=contexts,
-        catalogue=catalogue,
-        lists=lists,
-        pointwise=pointwise,
-        pairwise=pairwise,
-        adversarial=adversarial,
-        heldout_hits=hits,
-        timings=timings,
-    )
-
-
-def _pointwise_versions(cfg: SaerConfig) -> list[str]:
-    if cfg.pointwise_ablation:
-        return [cfg.main_version] + [v for v in cfg.prompt_versions if v != cfg.main_version]
-    return [cfg.main_version]
-
-
-@dataclass(frozen=True)
-class _Panel:
-    """What every SAER task judges: the sampled customers, their contexts and the two algorithms' lists."""
-
-    domain: str
-    users: Sequence[int]
-    contexts: dict[int, CustomerContext]
-    catalogue: Catalogue
-    lists: dict[str, dict[int, list[int]]]
-    hits: dict[str, dict[int, int]]
-
-
-def _run_pointwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame:
+def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.DataFrame:
+    """One label per (prompt version, algorithm, customer): the main version, and every other one with
+    ``config.pointwise_ablation``; the truth attached is the label the list's held-out hits imply."""
     rows = []
-    for version in _pointwise_versions(cfg):
+    for version in _main_first(config) if config.pointwise_ablation else [config.main_version]:
         tpl = load_template(panel.domain, "pointwise", version)
         cases = [(u, alg) for alg in ALGORITHMS for u in panel.users]
         reqs = [
@@ -284,7 +281,7 @@ def _run_pointwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame
             )
             for u, alg in cases
         ]
-        results = judge.judge_many(reqs, parse=partial(parse_pointwise, n_items=cfg.top_k), desc=tpl.id)
+        results = judge.judge_many(reqs, parse=partial(parse_pointwise, n_items=config.top_k), desc=tpl.id)
         for (u, alg), res in zip(cases, results, strict=True):
             value = res.value if res.status == "parsed" else None  # a parsed result always carries the verdict
             rows.append(
@@ -302,14 +299,19 @@ def _run_pointwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def _run_pairwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame:
-    """Each customer's two lists compared twice (co-occurrence as Set 1, then embedding as Set 1)."""
-    version = cfg.main_version
+def judge_pairwise(
+    judge: Judge, panel: SaerPanel, config: SaerConfig, both_orders: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each customer's two lists compared with the main prompt (co-occurrence as Set 1, then, with ``both_orders``,
+    embedding as Set 1); returns (one row per call, one row per customer adjudicated by
+    :func:`~recjudge_utils.protocols.pairwise.games`: the winner in each order, the adjudicated winner and whether
+    the orders agreed)."""
+    version = config.main_version
     tpl = load_template(panel.domain, "pairwise", version)
     a, b = ALGORITHMS
     games_ = [
         Game(
-            case={"user": int(u), "prompt_version": version},
+            case={"user": u, "prompt_version": version},
             x=a,
             y=b,
             x_evidence=panel.hits[a][u],
@@ -341,11 +343,13 @@ def _run_pairwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame:
         read=lambda v: {"verdict": v.verdict},
         position_of=set_position,
         keys=["verdict"],
+        both_orders=both_orders,
         desc=tpl.id,
         details=lambda v: {"reasoning": v.reasoning},
     )
+    winner = {"win": a, "lose": b, "tie": TIE}
     x_first = raw["order"] == "x_first"
-    out = pd.DataFrame(
+    calls = pd.DataFrame(
         {
             "user": raw["user"].astype(int),
             "prompt_version": version,
@@ -353,22 +357,38 @@ def _run_pairwise(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame:
             "set_1": np.where(x_first, a, b),
             "set_2": np.where(x_first, b, a),
             "verdict": raw["verdict_verdict"],
-            "winner": raw["verdict"].map({"win": a, "lose": b, "tie": TIE}),
+            "winner": raw["verdict"].map(winner),
             "reasoning": raw.get("reasoning", pd.Series([None] * len(raw))),
         }
     )
     for col in _RESULT_COLUMNS:
-        out[col] = raw[col]
-    out["winner"] = out["winner"].where(out["winner"].notna(), None)
-    return out
+        calls[col] = raw[col]
+    calls["winner"] = calls["winner"].where(calls["winner"].notna(), None)
+    both = games(raw, ["verdict"])
+
+    def named(outcomes: pd.Series) -> list[str | None]:
+        return [None if is_missing(o) else winner[o] for o in outcomes]
+
+    w_a, w_b = named(both["verdict_x_first"]), named(both["verdict_y_first"])
+    adjudicated = pd.DataFrame(
+        {
+            "user": both["user"].astype(int),
+            f"winner_{a}_first": w_a,
+            f"winner_{b}_first": w_b,
+            "adjudicated": named(both["verdict"]),
+            "consistent": [None if p is None or q is None else p == q for p, q in zip(w_a, w_b, strict=True)],
+        }
+    )
+    return calls, adjudicated
 
 
-def _run_adversarial(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFrame:
-    n_adv = cfg.n_adversarial or len(panel.users)
-    pairs = adversarial_pairs(panel.users[:n_adv] if n_adv >= 2 else panel.users, ALGORITHMS, seed=cfg.seed)
+def judge_adversarial(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.DataFrame:
+    """Each of the first ``config.n_adversarial`` customers' genuine list against the same algorithm's list for
+    another customer, in a random position, under every prompt version; the truth is the genuine list."""
+    n_adv = config.n_adversarial or len(panel.users)
+    pairs = adversarial_pairs(panel.users[:n_adv] if n_adv >= 2 else panel.users, ALGORITHMS, seed=config.seed)
     rows = []
-    # main version first: it shares its template (and so the cached prompt prefix) with the pairwise batch
-    for version in [cfg.main_version] + [v for v in cfg.prompt_versions if v != cfg.main_version]:
+    for version in _main_first(config):
         tpl = load_template(panel.domain, "pairwise", version)
         reqs = []
         for p in pairs.itertuples(index=False):
@@ -376,7 +396,6 @@ def _run_adversarial(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFra
             decoy = panel.lists[p.algorithm][p.decoy_user]
             s1, s2 = (genuine, decoy) if p.genuine_position == 1 else (decoy, genuine)
             meta = {"user": p.user, "decoy_user": p.decoy_user, "prompt_version": version, "task": "adversarial"}
-            # the truth is the genuine list, wherever it is shown
             truth = PreferenceTruth(first=float(p.genuine_position == 1), second=float(p.genuine_position == 2))
             reqs.append(pairwise_request(tpl, panel.contexts[p.user], s1, s2, panel.catalogue, meta, truth))
         results = judge.judge_many(reqs, parse_pairwise, f"{tpl.id} (adversarial)")
@@ -396,3 +415,240 @@ def _run_adversarial(judge: Judge, cfg: SaerConfig, panel: _Panel) -> pd.DataFra
                 }
             )
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- shares and CIs
+def _share(indicator: Any) -> tuple[float, float, float]:
+    """A share in percent with its 95% Wilson interval (a bootstrap interval of a share collapses to a point
+    when every label agrees, the Wilson one does not)."""
+    indicator = np.asarray(indicator, dtype=bool)
+    if len(indicator) == 0:
+        return float("nan"), float("nan"), float("nan")
+    lo, hi = wilson(int(indicator.sum()), len(indicator))
+    return 100 * float(indicator.mean()), 100 * lo, 100 * hi
+
+
+def _label_shares(pointwise: pd.DataFrame, version: str) -> pd.DataFrame:
+    """Table 1: per algorithm and category, the percent of parsed lists (Wilson CI), parsed and unparsed counts."""
+    pw = pointwise.loc[pointwise["prompt_version"] == version]
+    rows = []
+    for alg in ALGORITHMS:
+        sub = pw.loc[pw["algorithm"] == alg]
+        parsed = sub.loc[sub["status"] == "parsed", "category"].to_numpy()
+        for cat in CATEGORIES:
+            pct, lo, hi = _share(parsed == cat)
+            n_unparsed = int((sub["status"] != "parsed").sum())
+            rows.append(
+                {"algorithm": alg, "category": cat, "pct": pct, "low": lo, "high": hi, "n_parsed": len(parsed),
+                 "n_unparsed": n_unparsed}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+#: Table 2's outcomes: column stem -> the winner it counts
+PAIRWISE_OUTCOMES = {"cooccurrence_win": ALGORITHMS[0], "embedding_win": ALGORITHMS[1], "tie": TIE}
+
+
+def _pairwise_shares(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: per scope (raw calls, adjudicated pairs) the percent of each outcome among parsed ones (Wilson)."""
+    raw = calls.loc[calls["status"] == "parsed", "winner"].to_numpy()
+    adj = adjudicated["adjudicated"].dropna().to_numpy()
+    rows = []
+    for scope, values, n_total in (
+        (f"ours raw ({len(calls)} calls)", raw, len(calls)),
+        (f"ours adjudicated ({len(adjudicated)} pairs)", adj, len(adjudicated)),
+    ):
+        row: dict[str, Any] = {"scope": scope, "n_parsed": len(values), "n_unparsed": n_total - len(values)}
+        for key, label in PAIRWISE_OUTCOMES.items():
+            row[f"{key}_%"], row[f"{key}_lo"], row[f"{key}_hi"] = _share(values == label)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _position(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
+    """Position consistency (both orders agree, over customers with both parsed) and the share of parsed answers
+    naming the first-shown list, each with count, n, percent and Wilson CI."""
+    a, b = ALGORITHMS
+    agree, n = position_consistency(
+        adjudicated[f"winner_{a}_first"].tolist(), adjudicated[f"winner_{b}_first"].tolist()
+    )
+    verdicts = calls.loc[calls["status"] == "parsed", "verdict"].to_numpy()
+    rows = []
+    for measure, count, total, indicator in (
+        ("position consistency", agree, n, [True] * agree + [False] * (n - agree)),
+        ("named Set 1", int((verdicts == "Set 1").sum()), len(verdicts), verdicts == "Set 1"),
+    ):
+        pct, lo, hi = _share(indicator)
+        rows.append({"measure": measure, "count": count, "n": total, "pct": pct, "low": lo, "high": hi})
+    return pd.DataFrame(rows).set_index("measure")
+
+
+def _adversarial_shares(adversarial: pd.DataFrame, versions: Sequence[str]) -> pd.DataFrame:
+    """Table 3: per prompt version the percent of each outcome among parsed answers (Wilson) and of answers naming
+    Set 1."""
+    rows = []
+    for version in versions:
+        sub = adversarial.loc[adversarial["prompt_version"] == version]
+        parsed = sub.loc[sub["status"] == "parsed"]
+        row: dict[str, Any] = {"prompt_version": version, "n_parsed": len(parsed), "n_unparsed": len(sub) - len(parsed)}
+        for outcome in OUTCOMES:
+            row[f"{outcome}_%"], row[f"{outcome}_lo"], row[f"{outcome}_hi"] = _share(
+                parsed["outcome"].to_numpy() == outcome
+            )
+        first = parsed["verdict"].to_numpy() == "Set 1"
+        row["chose_Set_1_%"] = 100 * float(first.mean()) if len(first) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def labeler_agreement(
+    pointwise: pd.DataFrame, adjudicated: pd.DataFrame, adversarial: pd.DataFrame, config: SaerConfig
+) -> pd.DataFrame:
+    """Raw agreement and quadratic weighted kappa (bootstrap CIs, ``config.n_boot`` and ``seed``) between every
+    pair of labelers in the run.
+
+    * pointwise: prompt versions as labelers of the same lists (Poor < Partial < Good);
+    * pairwise: the two presentation orders as labelers (embedding wins < tie < co-occurrence wins);
+    * adversarial: prompt versions as labelers of the same blind pairs (wrong < tie < correct).
+    """
+    rows = []
+
+    def add(task: str, name_a: str, name_b: str, x: pd.Series, y: pd.Series, labels: Sequence[str]) -> None:
+        res = agreement(
+            [None if pd.isna(v) else v for v in x],
+            [None if pd.isna(v) else v for v in y],
+            labels,
+            n_boot=config.n_boot,
+            seed=config.seed,
+        )
+        rows.append(
+            {"task": task, "labeler_a": name_a, "labeler_b": name_b, "n_both_parsed": res.n,
+             "raw_agreement_%": 100 * res.raw, "raw_lo": 100 * res.raw_ci[0], "raw_hi": 100 * res.raw_ci[1],
+             "kappa_w": res.kappa, "kappa_lo": res.kappa_ci[0], "kappa_hi": res.kappa_ci[1]}
+        )  # fmt: skip
+
+    pw = pointwise.pivot_table(
+        index=["user", "algorithm"], columns="prompt_version", values="category", aggfunc="first", dropna=False
+    )
+    for va, vb in combinations([v for v in config.prompt_versions if v in pw.columns], 2):
+        add("pointwise", f"prompt {va}", f"prompt {vb}", pw[va], pw[vb], CATEGORIES[::-1])
+    a, b = ALGORITHMS
+    first_a, first_b = adjudicated[f"winner_{a}_first"], adjudicated[f"winner_{b}_first"]
+    add("pairwise", f"order: {a} as Set 1", f"order: {b} as Set 1", first_a, first_b, pairwise_order(a, b))
+    adv = adversarial.pivot_table(
+        index="user", columns="prompt_version", values="outcome", aggfunc="first", dropna=False
+    )
+    for va, vb in combinations([v for v in config.prompt_versions if v in adv.columns], 2):
+        add("adversarial", f"prompt {va}", f"prompt {vb}", adv[va], adv[vb], ("wrong", "tie", "correct"))
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- the run
+@dataclass(kw_only=True)
+class SaerRun(Run):
+    """Everything one run produced (frames keep unparsed answers with status and reason) and every table's numbers
+    with their CIs."""
+
+    experiment: ClassVar[str] = "saer"
+
+    config: SaerConfig
+    panel: SaerPanel
+    pointwise: pd.DataFrame  # one row per (prompt version, algorithm, customer)
+    pairwise: pd.DataFrame  # one row per call (customer, order)
+    adjudicated: pd.DataFrame  # one row per customer: winner in each order, adjudicated winner, consistent
+    adversarial: pd.DataFrame  # one row per (prompt version, blind pair)
+    labels: pd.DataFrame  # Table 1: algorithm, category, pct, low, high, n_parsed, n_unparsed (main version)
+    verdicts: pd.DataFrame  # Table 2: per scope, each outcome's pct, lo, hi
+    position: pd.DataFrame  # position consistency and the share naming Set 1 (count, n, pct, low, high)
+    detection: pd.DataFrame  # Table 3: per prompt version, each outcome's pct, lo, hi; chose_Set_1_%
+    agreements: pd.DataFrame  # raw agreement and kappa with CIs between every pair of labelers
+
+    @property
+    def title_suffix(self) -> str:
+        """The data and judge, for every table title."""
+        return f"{self.data_label}; judge: {self.judge_name}"
+
+    def results(self) -> list[Result]:
+        """Tables 1-3 shares with their Wilson CIs and the position consistency."""
+        boot = "95% Wilson"
+        out = [
+            result(
+                "label_pct",
+                r.pct,
+                r.low,
+                r.high,
+                r.n_parsed,
+                boot,
+                algorithm=str(r.algorithm),
+                category=str(r.category),
+            )
+            for r in self.labels.itertuples(index=False)
+        ]
+        for _, r in self.verdicts.iterrows():
+            for key in PAIRWISE_OUTCOMES:
+                pct, lo, hi = r[f"{key}_%"], r[f"{key}_lo"], r[f"{key}_hi"]
+                out.append(result(f"{key}_pct", pct, lo, hi, r["n_parsed"], boot, scope=str(r["scope"])))
+        cons = self.position.loc["position consistency"]
+        if cons["n"]:
+            out.append(result("position_consistency_pct", cons["pct"], cons["low"], cons["high"], cons["n"], boot))
+        for _, r in self.detection.iterrows():
+            pct, lo, hi = r["correct_%"], r["correct_lo"], r["correct_hi"]
+            evaluator = f"{VERSION_NAMES[r['prompt_version']]} prompt ({r['prompt_version']})"
+            out.append(result("adversarial_correct_pct", pct, lo, hi, r["n_parsed"], boot, evaluator=evaluator))
+        return out
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """Every pointwise label, pairwise winner and adversarial outcome."""
+        pw, pair, adv = self.pointwise, self.pairwise, self.adversarial
+
+        def label(v: Any) -> str | None:
+            return None if v is None or pd.isna(v) else str(v)
+
+        return {
+            "pointwise": [
+                {"user": int(u), "algorithm": str(a), "prompt_version": str(v), "label": label(c)}
+                for u, a, v, c in zip(pw["user"], pw["algorithm"], pw["prompt_version"], pw["category"], strict=True)
+            ],
+            "pairwise": [
+                {"user": int(u), "order": str(o), "label": label(w)}
+                for u, o, w in zip(pair["user"], pair["order"], pair["winner"], strict=True)
+            ],
+            "adversarial": [
+                {"user": int(u), "prompt_version": str(v), "label": label(o)}
+                for u, v, o in zip(adv["user"], adv["prompt_version"], adv["outcome"], strict=True)
+            ],
+        }
+
+
+def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
+    """Build the panel, run the three judge tasks with ``judge`` and compute every table's numbers."""
+    timings: dict[str, float] = {}
+    panel = build_panel(dataset, config, timings)
+    t0 = time.perf_counter()
+    pointwise = judge_pointwise(judge, panel, config)
+    timings["judge pointwise"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pairwise, adjudicated = judge_pairwise(judge, panel, config)
+    timings["judge pairwise"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    adversarial = judge_adversarial(judge, panel, config)
+    timings["judge adversarial"] = time.perf_counter() - t0
+    label = dataset.display_label
+    if panel.domain != "ecommerce":
+        label = f"{label} as a stand-in for Amazon Beauty"
+    return SaerRun(
+        config=config,
+        judge_name=judge.model_name,
+        data_label=label,
+        timings=timings,
+        panel=panel,
+        pointwise=pointwise,
+        pairwise=pairwise,
+        adjudicated=adjudicated,
+        adversarial=adversarial,
+        labels=_label_shares(pointwise, config.main_version),
+        verdicts=_pairwise_shares(pairwise, adjudicated),
+        position=_position(pairwise, adjudicated),
+        detection=_adversarial_shares(adversarial, config.prompt_versions),
+        agreements=labeler_agreement(pointwise, adjudicated, adversarial, config),
+    )

@@ -15,7 +15,7 @@ from recjudge_utils.recommenders.base import Recommender
 __all__ = ["sample_users", "top_lists"]
 
 
-def sample_users(candidates: Iterable[int], n: int, seed: int) -> list[int]:
+def sample_users(candidates: Iterable[int], n: int, seed: int | Sequence[int]) -> list[int]:
     """``n`` distinct users drawn with ``default_rng(seed)`` from the sorted candidates, sorted; all when ``n`` is 0
     or there are fewer candidates than ``n``."""
     pool = np.array(sorted({int(u) for u in candidates}))

@@ -88,11 +88,13 @@ class JudgeCache:
         self._conn.execute(_SCHEMA)
 
     def get(self, key: str) -> dict | None:
+        """The stored answer under ``key``, or None."""
         with self._lock:
             row = self._conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def get_many(self, keys: list[str]) -> dict[str, dict]:
+        """The stored answers of the keys that have one."""
         out: dict[str, dict] = {}
         uniq = list(dict.fromkeys(keys))
         with self._lock:
@@ -148,6 +150,7 @@ class JudgeCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        """Close the database."""
         with self._lock:
             self._conn.close()
 

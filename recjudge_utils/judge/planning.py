@@ -119,6 +119,7 @@ class PlanBackend(Backend):
         self._rng = np.random.default_rng(0)
 
     def bind(self, run_dir: Path, run_name: str, progress: bool) -> None:
+        """Write the plan records and the identity of the judge that would answer into ``run_dir``."""
         self.records_path = run_dir / PLAN_FILE
         run_dir.mkdir(parents=True, exist_ok=True)
         # who would answer: earlier runs of the same judge calibrate the plan's token counts
@@ -126,6 +127,7 @@ class PlanBackend(Backend):
         (run_dir / JUDGE_FILE).write_text(json.dumps(identity) + "\n", encoding="utf-8")
 
     def plan(self, request: JudgeRequest) -> Plan:
+        """The real backend's plan (so the cache key is the real one)."""
         return self.inner.plan(request)
 
     def _sample(self, req: JudgeRequest, text: str, chars: int) -> None:
@@ -145,6 +147,7 @@ class PlanBackend(Backend):
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
     ) -> None:
+        """Record every job and answer it with the perfect simulated judge; nothing is sent."""
         assert self.records_path is not None, "bind() the plan backend to a run folder first"
         self.records_path.parent.mkdir(parents=True, exist_ok=True)
         cached = self.real_cache.get_many([j.plan.key for j in jobs])
@@ -184,6 +187,7 @@ class PlanBackend(Backend):
         tmp.replace(path)
 
     def close(self) -> None:
+        """Close the real cache and the real backend."""
         self.real_cache.close()
         self.inner.close()
 

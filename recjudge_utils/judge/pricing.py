@@ -48,6 +48,7 @@ class PriceTable:
         self.table = load_pricing(override)
 
     def price(self, model: str) -> dict[str, float] | None:
+        """USD per 1M input/output tokens of ``model`` (its longest known prefix), or None."""
         if model in self.table:
             return self.table[model]
         # longest known prefix, e.g. "gpt-4o-mini-2024-07-18" -> "gpt-4o-mini"
@@ -63,4 +64,5 @@ class PriceTable:
         return usd * (BATCH_DISCOUNT if batch else 1.0)
 
     def as_dict(self) -> dict[str, Any]:
+        """The table as a plain dict."""
         return dict(self.table)

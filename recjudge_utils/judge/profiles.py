@@ -14,6 +14,7 @@ editor can check them against)::
     logprobs: auto               # auto | true | false
     timeout: 120                 # seconds per request
     retries: 6                   # retries after the first attempt on 429/5xx/timeouts
+    repair: false                # one extra call asking for bare JSON when an answer is unparseable
     prices: {input: 0.25, output: 2.0}   # USD per 1M tokens (None: the built-in table)
     generation:                  # decoding; every field is optional and not sent unless set
       temperature: null          # reasoning models accept only their default
@@ -55,10 +56,11 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from recjudge_utils.judge.backends import backend_names
+from recjudge_utils.judge.backends import backend_names, create_backend
 from recjudge_utils.paths import ensure_run_dir, project_root
 
-if TYPE_CHECKING:  # the client imports the backends, which the profiles only name: import it where it is built
+if TYPE_CHECKING:  # the client builds its backend through a profile: import the client where it is built
+    from recjudge_utils.judge.backends.base import Backend
     from recjudge_utils.judge.client import JudgeClient
 
 __all__ = [
@@ -124,10 +126,14 @@ class GenerationSettings(_Strict):
 
 
 class OpenAIOptions(_Strict):
+    """Options of the ``openai`` backend."""
+
     top_logprobs: int = Field(20, ge=0, le=20, description="logprobs per token when logprobs are asked for")
 
 
 class BatchOptions(_Strict):
+    """Options of the ``batch`` backend: polling and the completion window."""
+
     poll_interval: float = Field(30.0, gt=0, description="seconds between status checks")
     completion_window: str = "24h"
     batch_timeout: float | None = Field(None, gt=0, description="give up waiting after this many seconds (resumable)")
@@ -172,6 +178,7 @@ class JudgeProfile(_Strict):
     timeout: float | None = Field(None, gt=0, description="seconds per request")
     retries: int = Field(6, ge=0, description="retries after the first attempt on 429/5xx/timeouts")
     prices: Prices | None = Field(None, description="USD per 1M tokens; None: the built-in price table")
+    repair: bool = Field(False, description="one extra call asking for bare JSON when an answer is unparseable")
     _source: str = PrivateAttr("<dict>")
     #: backends whose requests go over the OpenAI protocol (they take generation settings)
     remote: ClassVar[bool] = False
@@ -183,6 +190,7 @@ class JudgeProfile(_Strict):
 
     @property
     def backend_name(self) -> str:
+        """The registry name of the profile's backend."""
         return self.backend
 
     def to_dict(self) -> dict[str, Any]:
@@ -190,6 +198,7 @@ class JudgeProfile(_Strict):
         return self.model_dump(mode="json")
 
     def model_for_prices(self) -> str:
+        """The model the price table prices this judge's tokens by."""
         return "local" if self.backend == "embedded" else self.model
 
     def _needs_key(self) -> bool:
@@ -208,9 +217,7 @@ class JudgeProfile(_Strict):
                     f"(export it before running; the key is read from the environment only)"
                 )
         if preflight:
-            from recjudge_utils.judge.backends import create_backend
-
-            backend = create_backend(self.backend, **self.backend_options())
+            backend = self.create_backend()
             try:
                 backend.preflight()
             except Exception as exc:
@@ -223,14 +230,23 @@ class JudgeProfile(_Strict):
         """Keyword options of the backend's constructor: the one place a profile becomes a backend."""
         return {"model": self.model, "offline": offline, **dict(getattr(self, "options", None) or {})}
 
+    def create_backend(self, offline: bool = False, **extra: Any) -> Backend:
+        """The profile's backend (``extra``: keyword options beyond the profile's, e.g. the sim's error model)."""
+        return create_backend(self.backend, **{**self.backend_options(offline=offline), **extra})
+
     def client(self, offline: bool = False, **overrides: Any) -> JudgeClient:
         """A :class:`~recjudge_utils.judge.client.JudgeClient` for this profile (``offline``: cache only)."""
-        from recjudge_utils.judge.backends import create_backend
         from recjudge_utils.judge.client import JudgeClient
+        from recjudge_utils.judge.transport import RetryPolicy
 
         pricing = {self.model_for_prices(): dict(self.prices)} if self.prices is not None else None
-        backend = create_backend(self.backend, **self.backend_options(offline=offline))
-        kwargs: dict[str, Any] = {"max_retries": self.retries, "pricing": pricing, "offline": offline}
+        backend = self.create_backend(offline=offline)
+        kwargs: dict[str, Any] = {
+            "retry": RetryPolicy(max_retries=self.retries),
+            "pricing": pricing,
+            "offline": offline,
+            "repair": self.repair,
+        }
         kwargs.update(overrides)
         client = JudgeClient(backend=backend, **kwargs)
         client.profile_name = self.name
@@ -271,14 +287,17 @@ class OpenAIProfile(_OpenAIProtocol):
         host = urlparse(self.base_url or "https://api.openai.com/v1").hostname or ""
         return host not in _LOOPBACK
 
-    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+    def _endpoint_options(self, offline: bool) -> dict[str, Any]:
         return {
             **self._protocol_options(offline),
             "base_url": self.base_url,
             "api_key_env": self.api_key_env or "OPENAI_API_KEY",
             "api_key_header": self.api_key_header,
-            "top_logprobs": self.options.top_logprobs,
         }
+
+    def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        """The endpoint, the OpenAI-protocol settings and ``top_logprobs``."""
+        return {**self._endpoint_options(offline), "top_logprobs": self.options.top_logprobs}
 
 
 class BatchProfile(OpenAIProfile):
@@ -289,13 +308,8 @@ class BatchProfile(OpenAIProfile):
     options: BatchOptions = BatchOptions()  # type: ignore[assignment]
 
     def backend_options(self, offline: bool = False) -> dict[str, Any]:
-        return {
-            **self._protocol_options(offline),
-            "base_url": self.base_url,
-            "api_key_env": self.api_key_env or "OPENAI_API_KEY",
-            "api_key_header": self.api_key_header,
-            **self.options.model_dump(),
-        }
+        """The endpoint, the OpenAI-protocol settings and the polling options."""
+        return {**self._endpoint_options(offline), **self.options.model_dump()}
 
 
 class EmbeddedProfile(_OpenAIProtocol):
@@ -308,6 +322,7 @@ class EmbeddedProfile(_OpenAIProtocol):
     options: EmbeddedOptions = EmbeddedOptions()
 
     def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        """The OpenAI-protocol settings and the llama.cpp server's options."""
         return {**self._protocol_options(offline), "server_options": self.options.model_dump(exclude_none=True)}
 
 
@@ -320,6 +335,7 @@ class SimProfile(JudgeProfile):
     options: SimOptions = SimOptions()
 
     def backend_options(self, offline: bool = False) -> dict[str, Any]:
+        """The error model's parameters."""
         return {"model": self.model, "offline": offline, **self.options.model_dump()}
 
 
@@ -464,11 +480,10 @@ def open_judge(
         profile.check()  # before a run folder is made: a missing key leaves nothing behind
     ensure_run_dir(run=run, judge=profile.to_dict(), notebook=client_options.get("run_name"))
     if planning:
-        from recjudge_utils.judge.backends import create_backend
         from recjudge_utils.judge.client import JudgeClient
         from recjudge_utils.judge.planning import PlanBackend
 
-        inner = create_backend(profile.backend, **profile.backend_options(offline=True))
+        inner = profile.create_backend(offline=True)
         plan_cache = Path(os.environ["RECJUDGE_PLAN"]) / "plan-answers.sqlite"
         client = JudgeClient(backend=PlanBackend(inner), cache_path=plan_cache, **client_options)
         client.profile_name = profile.name

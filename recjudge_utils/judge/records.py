@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from recjudge_utils.answer_formats.truth import truth_to_dict
 from recjudge_utils.judge.backends.base import Plan
-from recjudge_utils.judge.truth import truth_to_dict
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 
 __all__ = ["USAGE_COLUMNS", "JudgmentLog"]
@@ -100,6 +100,7 @@ class JudgmentLog:
         endpoint: str,
         route: str,
     ) -> None:
+        """Append one judgment's record (and its messages, once per hash) to the run's logs."""
         api_call = not result.cache_hit and result.status != "error"
         record = {
             "ts": _utcnow(),

@@ -44,6 +44,7 @@ class Downgrade(Exception):
 
     @property
     def what(self) -> str:
+        """The first parameter the endpoint rejected."""
         return self.names[0]
 
 
@@ -66,6 +67,7 @@ class RetryPolicy:
     max_retry_after: float = 600.0
 
     def delay(self, attempt: int, failure: Failure) -> float:
+        """Seconds to wait before retry ``attempt``: the server's Retry-After, else jittered backoff."""
         if failure.retry_after is not None:
             ra = min(failure.retry_after, self.max_retry_after)
             return ra + random.uniform(0.0, min(1.0, 0.1 * ra + 0.05))

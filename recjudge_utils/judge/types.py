@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypedDict, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
-from recjudge_utils.judge.truth import Truth
+from recjudge_utils.answer_formats.truth import Truth
+from recjudge_utils.prompts.loader import Message
 
 __all__ = [
     "Completion",
@@ -23,7 +24,6 @@ __all__ = [
     "JudgeError",
     "JudgeRequest",
     "JudgeResult",
-    "Message",
     "MetadataValue",
     "Parser",
     "Status",
@@ -34,11 +34,6 @@ MetadataValue = str | int | float | bool | None
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 Parser = Callable[[str], T]
-
-
-class Message(TypedDict):
-    role: str
-    content: str
 
 
 class JudgeError(RuntimeError):
@@ -98,6 +93,7 @@ class Completion:
     reasoning_tokens: int = 0
 
     def to_dict(self) -> dict[str, object]:
+        """The completion as the cache stores it."""
         out: dict[str, object] = {
             "text": self.text,
             "finish_reason": self.finish_reason,
@@ -115,6 +111,8 @@ class Completion:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> Completion:
+        """A completion read back from the cache (missing or malformed counts become 0/None)."""
+
         def as_int(v: object) -> int:
             return int(v) if isinstance(v, int | float | str) and str(v) != "" else 0
 
@@ -168,6 +166,7 @@ class JudgeResult(Generic[T]):
 
     @property
     def ok(self) -> bool:
+        """Whether the answer was parsed."""
         return self.status == "parsed"
 
     def to_row(self) -> dict[str, MetadataValue]:
@@ -195,8 +194,12 @@ class Judge(Protocol):
     """What every protocol and experiment needs from a judge: a name for titles and a batch call."""
 
     @property
-    def model_name(self) -> str: ...
+    def model_name(self) -> str:
+        """The judge's name for tables and titles."""
+        ...
 
     def judge_many(
         self, requests: Sequence[JudgeRequest], parse: Callable[[str], T], desc: str | None = None
-    ) -> list[JudgeResult[T]]: ...
+    ) -> list[JudgeResult[T]]:
+        """One result per request, in order; unparsed and failed answers are results too."""
+        ...

@@ -3,8 +3,9 @@
 A *labeler* is anything that assigns one label per case: a prompt version, a judge model, one
 presentation order of a pairwise comparison, a human annotator. Two labelers are compared with
 raw agreement and Cohen's quadratic weighted kappa over a fixed ordinal label order
-(``weighted_kappa`` below). Missing labels (``None``/NaN, e.g. an unparsed judge
-answer) are never imputed: the case is left out of that comparison and ``n`` says how many remain.
+(:func:`weighted_kappa`, the one kappa of the package; :func:`weighted_kappa_ci` adds its CI, a percentile bootstrap
+over cases). Missing labels (``None``/NaN, e.g. an unparsed judge answer) are never imputed: the case is left out of
+that comparison and ``n`` says how many remain.
 
 Adjudication rules from the SAER paper (Section 3.4):
 
@@ -25,7 +26,6 @@ Lines starting with ``#`` are comments.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,31 +33,23 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
-from recjudge_utils.metrics.intervals import bootstrap_ci
+from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval
 from recjudge_utils.metrics.pairwise import TIE, conservative, is_missing
 
 #: Pointwise categories from harshest to most lenient (the ordinal order used by kappa).
 POINTWISE_LABELS: tuple[str, ...] = ("Poor Match", "Partial Match", "Good Match")
 
 
-def weighted_kappa(
-    a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, labels: Sequence[Any], weights: str = "quadratic"
-) -> float:
-    """Cohen's kappa between two labelers over a fixed, ordered label set (quadratic weights by default).
+@dataclass(frozen=True)
+class Kappa:
+    """Quadratic weighted kappa on ``n`` cases with its bootstrap standard error and percentile CI."""
 
-    Returns NaN when kappa is undefined (for example both labelers always give the same single label).
-    """
-    a, b = list(a), list(b)
-    if len(a) != len(b):
-        raise ValueError(f"weighted_kappa: {len(a)} labels vs {len(b)} labels")
-    unknown = (set(a) | set(b)) - set(labels)
-    if unknown:
-        raise ValueError(f"weighted_kappa: labels {sorted(map(str, unknown))} not in {list(labels)}")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = cohen_kappa_score(a, b, labels=list(labels), weights=weights if weights != "none" else None)
-    return float(kappa)
+    value: float
+    se: float
+    low: float
+    high: float
+    n: int
 
 
 @dataclass(frozen=True)
@@ -71,12 +63,86 @@ class Agreement:
     kappa_ci: tuple[float, float] = (float("nan"), float("nan"))
 
 
-def _paired(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+def _paired(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> tuple[list[Any], list[Any]]:
     a, b = list(a), list(b)
     if len(a) != len(b):
-        raise ValueError(f"labelers must label the same cases: {len(a)} vs {len(b)} labels")
+        raise ValueError(f"labelers must label the same cases: {len(a)} labels vs {len(b)} labels")
     keep = [i for i in range(len(a)) if not (is_missing(a[i]) or is_missing(b[i]))]
     return [a[i] for i in keep], [b[i] for i in keep]
+
+
+def _codes(
+    a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, labels: Sequence[Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``labels`` of the cases both labelers labelled; a label outside ``labels`` raises ValueError."""
+    x, y = _paired(a, b)
+    code = {lab: i for i, lab in enumerate(labels)}
+    unknown = (set(x) | set(y)) - set(code)
+    if unknown:
+        raise ValueError(f"weighted kappa: labels {sorted(map(str, unknown))} not in {list(labels)}")
+    return np.array([code[v] for v in x], dtype=np.intp), np.array([code[v] for v in y], dtype=np.intp)
+
+
+def _kappa_of_codes(x: np.ndarray, y: np.ndarray, k: int) -> float:
+    """The formula: quadratic weighted kappa of integer codes 0..k-1, NaN when undefined.
+
+    The arithmetic is scikit-learn's ``cohen_kappa_score`` step for step (so the point estimates the chapters
+    reported before stay the same to the last bit), on a ``bincount`` confusion table, fast enough to bootstrap.
+    """
+    confusion = np.bincount(x * k + y, minlength=k * k).reshape(k, k).astype(np.float64)
+    sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
+    total = sum0.sum()
+    if total == 0:
+        return float("nan")
+    expected = np.outer(sum0, sum1) / total
+    weights = np.zeros((k, k)) + np.arange(k)
+    weights = (weights - weights.T) ** 2
+    denominator = np.sum(weights * expected)
+    if denominator == 0:  # both labelers gave one and the same label to every case
+        return float("nan")
+    return float(1 - np.sum(weights * confusion) / denominator)
+
+
+def weighted_kappa(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, labels: Sequence[Any]) -> float:
+    """Cohen's quadratic weighted kappa between two labelers over the ordered label set ``labels``.
+
+    Cases either labeler left unlabelled (None/NaN) are dropped, never imputed. Returns NaN when kappa is undefined
+    (no case left, or both labelers always give one and the same label); a label outside ``labels`` raises ValueError.
+    """
+    x, y = _codes(a, b, labels)
+    return _kappa_of_codes(x, y, len(labels))
+
+
+def weighted_kappa_ci(
+    a: Sequence[Any] | np.ndarray,
+    b: Sequence[Any] | np.ndarray,
+    labels: Sequence[Any],
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> Kappa:
+    """:func:`weighted_kappa` with its CI: the percentile bootstrap over cases, the one kappa CI of the book.
+
+    The cases both labelers labelled are resampled with replacement and kappa recomputed by the same formula; the SE
+    is the standard deviation of the resampled kappas, and resamples where kappa is undefined are left out. Why the
+    bootstrap rather than statsmodels' asymptotic standard error (``cohens_kappa``): the book compares labelers on
+    small samples (tens of SAER users; a few hundred pairs, fewer once unparsed answers are dropped), where the
+    normal approximation can put a bound outside [-1, 1] and has no SE at all for a table with an empty row; the
+    bootstrap needs no such approximation, stays within what kappa can be, and is the interval every other
+    non-share statistic of the package uses (MAE, Q, paired differences), on the same resampled cases.
+    """
+    x, y = _codes(a, b, labels)
+    k, n = len(labels), len(x)
+    value = _kappa_of_codes(x, y, k)
+    nan = float("nan")
+    if n < 2 or np.isnan(value):
+        return Kappa(value, nan, nan, nan, n)
+    _, boots = bootstrap_distribution((x, y), lambda p, q: _kappa_of_codes(p, q, k), n_boot=n_boot, seed=seed)
+    boots = boots[np.isfinite(boots)]
+    if not len(boots):
+        return Kappa(value, nan, nan, nan, n)
+    low, high = percentile_interval(boots, ci)
+    return Kappa(value, float(np.std(boots)), low, high, n)
 
 
 def raw_agreement(a: Sequence[Any], b: Sequence[Any]) -> float:
@@ -87,31 +153,6 @@ def raw_agreement(a: Sequence[Any], b: Sequence[Any]) -> float:
     return float(np.mean([p == q for p, q in zip(x, y, strict=True)]))
 
 
-def kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any], weights: str = "quadratic") -> float:
-    """Weighted Cohen's kappa over the cases both labelers labelled (NaN when undefined)."""
-    x, y = _paired(a, b)
-    if not x:
-        return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # sklearn warns when kappa is undefined; we return NaN
-        return weighted_kappa(x, y, labels=labels, weights=weights)
-
-
-def _quadratic_kappa_codes(x: np.ndarray, y: np.ndarray, k: int) -> float:
-    """Quadratic weighted kappa on integer codes 0..k-1 (fast path for the bootstrap; the point
-    estimate goes through ``stats.weighted_kappa``, and the tests check the two agree)."""
-    observed = np.zeros((k, k))
-    np.add.at(observed, (x, y), 1.0)
-    n = observed.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / n
-    idx = np.arange(k)
-    weights = (idx[:, None] - idx[None, :]) ** 2 / max((k - 1) ** 2, 1)
-    denom = float((weights * expected).sum())
-    if denom == 0.0:
-        return float("nan")
-    return 1.0 - float((weights * observed).sum()) / denom
-
-
 def agreement(
     a: Sequence[Any],
     b: Sequence[Any],
@@ -119,31 +160,14 @@ def agreement(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Agreement:
-    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (cases resampled)."""
-    x, y = _paired(a, b)
+    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (the same cases resampled for both)."""
+    x, y = _codes(a, b, labels)
     n = len(x)
     if n == 0:
         return Agreement(0, float("nan"), float("nan"))
-    codes = {lab: i for i, lab in enumerate(labels)}
-    unknown = (set(x) | set(y)) - set(codes)
-    if unknown:
-        raise ValueError(f"labels {sorted(map(str, unknown))} not in {list(labels)}")
-    xa = np.array([codes[v] for v in x])
-    ya = np.array([codes[v] for v in y])
-    idx = list(range(len(labels)))
-    raw_pt, raw_lo, raw_hi = bootstrap_ci((xa, ya), lambda p, q: float(np.mean(p == q)), n_boot=n_boot, seed=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # undefined kappa -> NaN without sklearn's warning
-        k = weighted_kappa(xa, ya, labels=idx)
-    if np.isnan(k) or n < 2:
-        k_ci = (float("nan"), float("nan"))
-    else:
-        k_labels = len(labels)
-        _, k_lo, k_hi = bootstrap_ci(
-            (xa, ya), lambda p, q: _quadratic_kappa_codes(p, q, k_labels), n_boot=n_boot, seed=seed
-        )
-        k_ci = (k_lo, k_hi)
-    return Agreement(n=n, raw=raw_pt, kappa=k, raw_ci=(raw_lo, raw_hi), kappa_ci=k_ci)
+    raw_pt, raw_lo, raw_hi = bootstrap_ci((x, y), lambda p, q: float(np.mean(p == q)), n_boot=n_boot, seed=seed)
+    k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed)
+    return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high))
 
 
 def strict_adjudicate(*labelers: Sequence[Any], order: Sequence[str] = POINTWISE_LABELS) -> list[Any]:

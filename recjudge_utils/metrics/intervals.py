@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-__all__ = ["bootstrap_ci", "bootstrap_distribution", "wilson"]
+__all__ = ["bootstrap_ci", "bootstrap_distribution", "percentile_interval", "wilson"]
 
 Values = np.ndarray | Sequence[float] | tuple[np.ndarray, ...]
 
@@ -71,11 +71,16 @@ def bootstrap_ci(
     left out of the quantiles.
     """
     point, boots = bootstrap_distribution(values, statistic, n_boot, seed)
-    alpha = (1.0 - ci) / 2.0
+    return (point, *percentile_interval(boots, ci))
+
+
+def percentile_interval(boots: np.ndarray, ci: float = 0.95) -> tuple[float, float]:
+    """The central ``ci`` interval of resampled statistics (NaN ones left out; NaN, NaN when all are)."""
     if np.isnan(boots).all():
-        return point, float("nan"), float("nan")
+        return float("nan"), float("nan")
+    alpha = (1.0 - ci) / 2.0
     low, high = np.nanquantile(boots, [alpha, 1.0 - alpha])
-    return point, float(low), float(high)
+    return float(low), float(high)
 
 
 def wilson(successes: float, n: float, ci: float = 0.95) -> tuple[float, float]:

@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.inter_rater import cohens_kappa
 
-from recjudge_utils.metrics.agreement import weighted_kappa
+from recjudge_utils.metrics.agreement import weighted_kappa_ci
 from recjudge_utils.metrics.intervals import bootstrap_ci, wilson
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "summarize_predictions",
     "summarize_templates",
     "three_class",
-    "three_class_accuracy",
     "unparsed_rate",
 ]
 
@@ -58,12 +56,6 @@ def mae(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray)
     """Mean absolute error over the parsed pairs (NaN predictions excluded); NaN when none is parsed."""
     p, t = _parsed(pred, truth)
     return float(np.mean(np.abs(p - t))) if len(p) else float("nan")
-
-
-def three_class_accuracy(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> float:
-    """Share of parsed pairs whose three-class label (neg < 3, neutral = 3, pos > 3) matches the truth's."""
-    p, t = _parsed(pred, truth)
-    return float(np.mean(three_class(p) == three_class(t))) if len(p) else float("nan")
 
 
 def unparsed_rate(pred: Sequence[float] | np.ndarray) -> float:
@@ -120,7 +112,8 @@ def summarize_predictions(
     Keys: n, n_parsed, n_unparsed, unparsed_rate, mae (+ mae_lo, mae_hi: 95 % percentile bootstrap over the
     parsed pairs), acc3 (+ acc3_lo, acc3_hi, as fractions; + acc3_wilson_lo, acc3_wilson_hi, the Wilson interval,
     the better one at small n), kappa_qw (quadratic weighted kappa on parsed pairs, labels 1..5, with kappa_se,
-    kappa_lo, kappa_hi from statsmodels' ``cohens_kappa``), mean_pred, and with ``expected`` (logprob-weighted
+    kappa_lo, kappa_hi from the percentile bootstrap of :func:`~recjudge_utils.metrics.agreement.weighted_kappa_ci`
+    over the same resampled pairs as the MAE), mean_pred, and with ``expected`` (logprob-weighted
     scores, NaN where unavailable): n_expected, mae_expected and mae_argmax_same (argmax MAE on the same pairs,
     for a fair comparison).
     """
@@ -140,8 +133,8 @@ def summarize_predictions(
         m = bootstrap_ci((pp, tt), _mean_abs_err, n_boot=n_boot, seed=seed)
         a = bootstrap_ci((pp, tt), _acc3, n_boot=n_boot, seed=seed)
         w = wilson(float(np.sum(np.sign(pp - 3.0) == np.sign(tt - 3.0))), n_ok)
-        k = weighted_kappa(tt.astype(int), pp.astype(int), labels=LEVELS, weights="quadratic")
-        k_se, k_lo, k_hi = kappa_with_se(tt.astype(int), pp.astype(int))
+        kappa = weighted_kappa_ci(tt.astype(int), pp.astype(int), LEVELS, n_boot=n_boot, seed=seed)
+        k, k_se, k_lo, k_hi = kappa.value, kappa.se, kappa.low, kappa.high
         mean_pred = float(pp.mean())
     else:
         m = a = nan3
@@ -201,23 +194,6 @@ def summarize_templates(
                 row[key] = frame[col].sum()
         rows.append(row)
     return pd.DataFrame(rows).set_index("template")
-
-
-def kappa_with_se(truth: np.ndarray, pred: np.ndarray, labels: Sequence[int] = LEVELS) -> tuple[float, float, float]:
-    """(standard error, low, high) of the quadratic weighted kappa, from statsmodels' ``cohens_kappa``
-    (NaN when kappa is undefined, e.g. a judge that gives one label to every pair)."""
-    codes = {v: i for i, v in enumerate(labels)}
-    table = np.zeros((len(labels), len(labels)))
-    for t_, p_ in zip(truth, pred, strict=True):
-        table[codes[int(t_)], codes[int(p_)]] += 1
-    nan = float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        try:
-            res = cohens_kappa(table, wt="quadratic")
-        except (ValueError, ZeroDivisionError):
-            return nan, nan, nan
-    values = (float(res.std_kappa), float(res.kappa_low), float(res.kappa_upp))
-    return values if all(np.isfinite(values)) else (nan, nan, nan)
 
 
 def constant_predictions(truth: Sequence[float] | np.ndarray, value: int | str = "majority") -> np.ndarray:

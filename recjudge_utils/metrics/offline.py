@@ -10,7 +10,7 @@
   mean pair-wise similarity of the list. The paper prints the double sum over ordered pairs with
   the factor 2, which would double-count; we read it over unordered pairs so that URD lies in [0, 1]
   when Sim does. The paper does not say which Sim it uses; the default here is the Jaccard index
-  of the two items' genre sets (cosine similarity of embeddings is available too).
+  of the two items' genre sets (any ``sim(a, b)`` callable can be passed instead).
 """
 
 from __future__ import annotations
@@ -68,20 +68,6 @@ def genre_jaccard(items: pd.DataFrame) -> Callable[[int, int], float]:
     return sim
 
 
-def cosine_similarity_fn(item_ids: Sequence[int], embeddings: np.ndarray) -> Callable[[int, int], float]:
-    """Sim(a, b) = cosine of the two items' embedding rows."""
-    emb = np.asarray(embeddings, dtype=np.float64)
-    emb = emb / np.where(
-        np.linalg.norm(emb, axis=1, keepdims=True) == 0, 1.0, np.linalg.norm(emb, axis=1, keepdims=True)
-    )
-    index = {int(i): r for r, i in enumerate(item_ids)}
-
-    def sim(a: int, b: int) -> float:
-        return float(emb[index[int(a)]] @ emb[index[int(b)]])
-
-    return sim
-
-
 def urd(rec_list: Sequence[int], sim: Callable[[int, int], float]) -> float:
     """1 - mean similarity over the unordered pairs of the list (NaN for lists shorter than 2)."""
     items = list(rec_list)
@@ -93,6 +79,7 @@ def urd(rec_list: Sequence[int], sim: Callable[[int, int], float]) -> float:
 
 
 def urd_per_user(recs: np.ndarray, sim: Callable[[int, int], float]) -> np.ndarray:
+    """URD of every user's list (one row of ``recs`` per user)."""
     return np.array([urd(row, sim) for row in np.asarray(recs)], dtype=np.float64)
 
 

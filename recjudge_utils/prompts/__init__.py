@@ -6,7 +6,7 @@ cache key of every request rendered from it.
 """
 
 from recjudge_utils.prompts.loader import (
-    ANSWER_FORMATS,
+    Message,
     PromptFileError,
     PromptTemplate,
     list_prompts,
@@ -14,4 +14,4 @@ from recjudge_utils.prompts.loader import (
     parse_prompt,
 )
 
-__all__ = ["ANSWER_FORMATS", "PromptFileError", "PromptTemplate", "list_prompts", "load_prompt", "parse_prompt"]
+__all__ = ["Message", "PromptFileError", "PromptTemplate", "list_prompts", "load_prompt", "parse_prompt"]

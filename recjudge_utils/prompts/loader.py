@@ -6,7 +6,7 @@ A prompt file is Markdown with YAML front matter and role blocks::
     id: serendipity/cot                 # unique; the folder path without ".md"
     version: 2                          # bump on purpose when you change the prompt
     description: LS plus three scored steps (relevance, unexpectedness, serendipity)
-    answer_format: json_levels          # what the answer looks like (parsers and the simulated judge use it)
+    answer_format: json_levels          # a format registered in recjudge_utils.answer_formats
     ...                                 # anything else the protocol reads (fields, aspects, max_tokens, ...)
     ---
     === system ===
@@ -34,18 +34,17 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
+from typing import TypedDict
 
 import jinja2
 import jinja2.meta
 import yaml
 
-from recjudge_utils.judge.types import Message
+from recjudge_utils.answer_formats import ANSWER_FORMATS
 
-__all__ = ["ANSWER_FORMATS", "PromptFileError", "PromptTemplate", "list_prompts", "load_prompt", "parse_prompt"]
+__all__ = ["Message", "PromptFileError", "PromptTemplate", "list_prompts", "load_prompt", "parse_prompt"]
 
 ROLES = ("system", "user", "assistant")
-#: Answer formats a prompt may declare; each has a strict parser in its protocol and a renderer in the sim.
-ANSWER_FORMATS = ("json_levels", "arena_pairwise", "json_list_score", "saer_list_label", "saer_pairwise", "json")
 _BLOCK = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
@@ -60,12 +59,21 @@ def _variables(source: str) -> frozenset[str]:
     return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
 
 
+class Message(TypedDict):
+    """One chat message: what a prompt renders and a judge request carries."""
+
+    role: str
+    content: str
+
+
 class PromptFileError(ValueError):
     """A prompt file breaks the format; the message names the file and what is wrong."""
 
 
 @dataclass(frozen=True)
 class Block:
+    """One ``=== role ===`` block of a prompt file, unrendered."""
+
     role: str
     source: str
 

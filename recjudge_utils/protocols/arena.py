@@ -19,21 +19,20 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.judge.truth import ListScoreTruth, PreferenceTruth
-from recjudge_utils.judge.types import Judge, JudgeRequest, Message, MetadataValue
-from recjudge_utils.prompts import PromptTemplate, load_prompt
-from recjudge_utils.protocols.answers.arena_verdicts import (
+from recjudge_utils.answer_formats import answer_format
+from recjudge_utils.answer_formats.arena_verdicts import (
     ABSOLUTE_SCHEMA,
     OVERALL,
+    POSITION_OF_VERDICT,
     VERDICTS,
     aspect_key,
-    canonical_verdict,
-    make_pairwise_parser,
     pairwise_json_schema,
-    parse_absolute,
 )
+from recjudge_utils.answer_formats.truth import ListScoreTruth, PreferenceTruth
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.pairwise import Game, games, judge_games, outcome_for_position, position_summary
+from recjudge_utils.protocols.pairwise import Game, games, judge_games, position_summary
 
 __all__ = [
     "OVERALL",
@@ -42,22 +41,10 @@ __all__ = [
     "PairwiseJudge",
     "adjudicated_outcomes",
     "aspect_key",
-    "outcome_for",
     "position_consistency",
     "render_messages",
     "resolve_aspects",
 ]
-
-_POSITION = {"A wins": "first", "B wins": "second", "Tie": "tie"}
-
-
-def outcome_for(verdict: str | None, position: str) -> str | None:
-    """Outcome (win / tie / lose) for the recommender shown at ``position`` ("A" or "B"); None stays None."""
-    if position not in ("A", "B"):
-        raise ValueError("position must be 'A' or 'B'")
-    if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
-        return None
-    return outcome_for_position(_POSITION[canonical_verdict(verdict)], x_first=position == "A")
 
 
 def resolve_aspects(aspects: Sequence[str] | Mapping[str, str] | None = None) -> dict[str, str]:
@@ -141,9 +128,10 @@ class PairwiseJudge:
         self.k = k
         self.template = load_prompt(template)
         self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 512)))
-        self.parse = make_pairwise_parser(self.aspect_keys)
+        self.parse = answer_format(self.template.answer_format).parser(self.aspect_keys)
 
     def messages(self, user: int, list_a: Sequence[int], list_b: Sequence[int]) -> tuple[Message, ...]:
+        """The messages showing ``list_a`` as A (first) and ``list_b`` as B to ``user``."""
         return render_messages(self.template, self.context, user, list_a, list_b, self.aspects, self.k)
 
     def request(
@@ -154,6 +142,7 @@ class PairwiseJudge:
         metadata: Mapping[str, MetadataValue] | None = None,
         truth: PreferenceTruth | None = None,
     ) -> JudgeRequest:
+        """The request comparing ``list_a`` (shown as A) with ``list_b`` for ``user``."""
         return JudgeRequest(
             messages=self.messages(user, list_a, list_b),
             template_id=self.template.id,
@@ -206,7 +195,7 @@ class PairwiseJudge:
             build,
             self.parse,
             read=lambda value: value["verdicts"],
-            position_of=lambda v: _POSITION[v],
+            position_of=POSITION_OF_VERDICT.__getitem__,
             keys=[*self.aspect_keys, OVERALL],
             both_orders=both_orders,
             desc=self.template.id,
@@ -236,6 +225,7 @@ class AbsoluteJudge:
         self.k = k
         self.template = load_prompt("arena/absolute")
         self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 128)))
+        self.parse = answer_format(self.template.answer_format).parser()
 
     def request(
         self,
@@ -244,6 +234,7 @@ class AbsoluteJudge:
         metadata: Mapping[str, MetadataValue] | None = None,
         truth: ListScoreTruth | None = None,
     ) -> JudgeRequest:
+        """The request scoring ``items`` for ``user`` in [0, 1]."""
         return JudgeRequest(
             messages=render_messages(self.template, self.context, user, items, None, self.aspects, self.k),
             template_id=self.template.id,
@@ -274,7 +265,7 @@ class AbsoluteJudge:
             )
             for u, m in plan
         ]
-        results = self.client.judge_many(requests, parse_absolute, self.template.id) if requests else []
+        results = self.client.judge_many(requests, self.parse, self.template.id) if requests else []
         rows = []
         for (u, m), res in zip(plan, results, strict=True):
             ok = res.status == "parsed" and res.value is not None

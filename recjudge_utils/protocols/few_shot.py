@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.protocols.answers.json_levels import LEVELS
+from recjudge_utils.answer_formats.json_levels import LEVELS
 from recjudge_utils.protocols.context.serendipity import as_item_list, item_texts, lookup
 
 __all__ = ["sample_eval_pairs", "select_few_shot_examples"]

@@ -9,7 +9,8 @@ keeps the verdict, disagreement is a tie). The paper-specific parts, which promp
 come in as a ``build`` callback; the verdict words come in as a ``read`` callback.
 
 When a game knows how much evidence each list holds for the user (e.g. the held-out positives it contains),
-each request carries it as :class:`~recjudge_utils.judge.truth.PreferenceTruth`, in the order the lists are shown.
+each request carries it as :class:`~recjudge_utils.answer_formats.truth.PreferenceTruth`, in the order the lists are
+shown.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.judge.truth import PreferenceTruth
+from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
 from recjudge_utils.metrics.intervals import wilson
-from recjudge_utils.metrics.pairwise import adjudicate, is_missing
+from recjudge_utils.metrics.pairwise import adjudicate, is_missing, position_consistency
 
 __all__ = ["ORDERS", "Game", "games", "judge_games", "outcome_for_position", "position_summary"]
 
@@ -44,6 +45,7 @@ class Game:
     extra: Mapping[str, MetadataValue] = field(default_factory=dict)
 
     def truth(self, x_first: bool) -> PreferenceTruth | None:
+        """The evidence of the two lists in the order shown (None when the game carries none)."""
         if self.x_evidence is None or self.y_evidence is None:
             return None
         first, second = (self.x_evidence, self.y_evidence) if x_first else (self.y_evidence, self.x_evidence)
@@ -150,7 +152,8 @@ def position_summary(
     """Per comparison (x, y) and overall: how often the two orders agree, and how often the judge names the
     list shown first (``first_verdict``, e.g. "A wins") whatever it is.
 
-    ``consistency`` is over games whose two orders were both parsed; ``first_share`` over all parsed answers.
+    ``consistency`` (:func:`~recjudge_utils.metrics.pairwise.position_consistency`, with its Wilson interval) is over
+    games whose two orders were both parsed; ``first_share`` over all parsed answers.
     """
     adj = games(raw, [key], by)
     both = adj.dropna(subset=[f"{key}_x_first", f"{key}_y_first"])
@@ -160,17 +163,17 @@ def position_summary(
         groups.append(((x, y), grp, raw[(raw["x"] == x) & (raw["y"] == y)]))
     for (x, y), grp, raw_grp in groups:
         parsed = raw_grp[raw_grp["status"] == "parsed"]
-        agree = (grp[f"{key}_x_first"] == grp[f"{key}_y_first"]).to_numpy(dtype=float)
+        consistent, n = position_consistency(grp[f"{key}_x_first"].tolist(), grp[f"{key}_y_first"].tolist())
         row = {
             "x": x,
             "y": y,
-            "n_both_parsed": len(grp),
-            "consistency": float(agree.mean()) if len(agree) else np.nan,
+            "n_both_parsed": n,
+            "consistency": consistent / n if n else np.nan,
             "first_share": float((parsed[f"verdict_{key}"] == first_verdict).mean()) if len(parsed) else np.nan,
             "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
         }
-        if len(agree):
-            lo, hi = wilson(int(agree.sum()), len(agree))
+        if n:
+            lo, hi = wilson(consistent, n)
             row.update(consistency_lo=lo, consistency_hi=hi)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -21,7 +21,7 @@ runs stage by stage over all pairs for the same reason. Answers are parsed stric
 is not sent to later stages.
 
 When the pairs carry their ground truth (column ``g``, and ``relevance`` / ``unexpectedness`` where the data has
-them), each request carries it as :class:`~recjudge_utils.judge.truth.ScoreTruth` for the simulated judge.
+them), each request carries it as :class:`~recjudge_utils.answer_formats.truth.ScoreTruth` for the simulated judge.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.judge.truth import ScoreTruth
-from recjudge_utils.judge.types import Judge, JudgeRequest, Message, MetadataValue
-from recjudge_utils.paths import current_run_dir
-from recjudge_utils.prompts import PromptTemplate, load_prompt
-from recjudge_utils.protocols.answers.json_levels import LEVELS, format_levels, levels_parser, levels_schema
+from recjudge_utils.answer_formats import answer_format
+from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, levels_schema
+from recjudge_utils.answer_formats.truth import ScoreTruth
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
+from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.serendipity import as_item_list, history_lines, item_texts, lookup
 
 __all__ = [
@@ -50,7 +51,6 @@ __all__ = [
     "SerendipityJudge",
     "Stage",
     "load_selected_template",
-    "parser_for",
     "save_selected_template",
     "template_stages",
 ]
@@ -66,8 +66,6 @@ TEMPLATES: tuple[str, ...] = tuple(TEMPLATE_PROMPTS)
 SCORE_LABELS: tuple[str, ...] = tuple(str(level) for level in LEVELS)
 #: the fields whose truth a pair can carry (the final score is g)
 TRUTH_FIELDS = {"score": "g", "relevance": "relevance", "unexpectedness": "unexpectedness"}
-SELECTED_TEMPLATE_FILE = "selected_template.json"
-SELECTION_NOTEBOOK = "01_serendipity_prompt_selection"
 
 
 @dataclass(frozen=True)
@@ -83,23 +81,32 @@ class Stage:
 
     @property
     def template_id(self) -> str:
+        """The prompt file's id (``serendipity/cot``, ...)."""
         return self.prompt.id
 
     @property
     def version(self) -> str:
+        """The prompt's version plus its content hash (what the cache key carries)."""
         return self.prompt.key
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The JSON fields the stage's answer must hold."""
         return tuple(str(f) for f in cast(Iterable[object], self.prompt.get("fields", ())))
 
     @property
     def label_field(self) -> str:
+        """The field whose logprobs give the expected label."""
         return str(self.prompt.get("label_field"))
 
     @property
     def max_tokens(self) -> int:
+        """The stage's answer budget from its front matter."""
         return int(cast(int, self.prompt.get("max_tokens", 32)))
+
+    def parser(self) -> Callable[[str], dict[str, int]]:
+        """The strict parser of the stage's answer, from the format its prompt declares."""
+        return answer_format(self.prompt.answer_format).parser(self.fields)
 
 
 def template_stages(template: str) -> tuple[Stage, ...]:
@@ -107,11 +114,6 @@ def template_stages(template: str) -> tuple[Stage, ...]:
     if template not in TEMPLATE_PROMPTS:
         raise ValueError(f"unknown serendipity template {template!r}; choose from {TEMPLATES}")
     return tuple(Stage(load_prompt(pid)) for pid in TEMPLATE_PROMPTS[template])
-
-
-def parser_for(template: str, stage: int = 0) -> Callable[[str], dict[str, int]]:
-    """The strict parser of a template's ``stage``-th call (``ltm`` has stages 0, 1, 2)."""
-    return levels_parser(template_stages(template)[stage].fields)
 
 
 def _nan_if_none(x: float | None) -> float:
@@ -281,7 +283,7 @@ class SerendipityJudge:
                 )
                 for k in alive
             ]
-            results = self.client.judge_many(reqs, levels_parser(st.fields), desc or st.template_id)
+            results = self.client.judge_many(reqs, st.parser(), desc or st.template_id)
             if len(results) != len(reqs):
                 raise RuntimeError(f"client returned {len(results)} results for {len(reqs)} requests")
             still: list[int] = []
@@ -332,15 +334,16 @@ class SerendipityJudge:
         return frame
 
 
-# --------------------------------------------------------------------------------------------- hand-over to NB 2
+# ------------------------------------------------------------------------------- hand-over to the next chapter
 def _selected_path(path: str | Path | None) -> Path:
-    return Path(path) if path is not None else current_run_dir() / SELECTION_NOTEBOOK / SELECTED_TEMPLATE_FILE
+    return Path(path) if path is not None else current_run_dir() / SELECTED_TEMPLATE_FILE
 
 
 def save_selected_template(template: str, path: str | Path | None = None, **info: object) -> Path:
-    """Write the selected template (plus ``info``: MAE, judge model, data label, ...) as JSON for notebook 2.
+    """Write the selected template (plus ``info``: MAE, judge model, data label, ...) as JSON to ``path``.
 
-    Default location: ``<run folder>/01_serendipity_prompt_selection/selected_template.json``.
+    ``path`` defaults to the book's hand-over file in the run folder (:data:`~recjudge_utils.paths.
+    SELECTED_TEMPLATE_FILE`), where notebook 2 reads it.
     """
     stages = template_stages(template)  # validates the name
     target = _selected_path(path)
@@ -356,8 +359,10 @@ def save_selected_template(template: str, path: str | Path | None = None, **info
 
 
 def load_selected_template(path: str | Path | None = None, default: str | None = "cot") -> dict[str, object]:
-    """Read what notebook 1 selected. Without the file, returns ``{"template": default, "source": "default"}``
-    (the paper's choice, CoT) or raises FileNotFoundError when ``default`` is None."""
+    """Read the selected template (``path`` as in :func:`save_selected_template`).
+
+    Without the file, returns ``{"template": default, "source": "default"}`` (the paper's choice, CoT) or raises
+    FileNotFoundError when ``default`` is None."""
     target = _selected_path(path)
     if not target.is_file():
         if default is None:

@@ -12,20 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from recjudge_utils.judge.truth import LabelTruth, PreferenceTruth, Truth
-from recjudge_utils.judge.types import JudgeRequest, Message, MetadataValue
-from recjudge_utils.metrics.pairwise import TIE
-from recjudge_utils.prompts import PromptTemplate, load_prompt
+from recjudge_utils.answer_formats.saer_fields import POSITION_OF_SET
+from recjudge_utils.answer_formats.truth import LabelTruth, PreferenceTruth, Truth
+from recjudge_utils.judge.types import JudgeRequest, MetadataValue
+from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, CustomerContext, render_list
 
 __all__ = [
-    "SET_LABELS",
     "VERSIONS",
     "VERSION_NAMES",
     "few_shot_answers",
     "history_only",
     "load_template",
-    "map_verdict",
     "pairwise_request",
     "pointwise_request",
     "set_position",
@@ -33,8 +31,6 @@ __all__ = [
 
 VERSIONS: tuple[str, ...] = ("v1", "v2", "v3")
 VERSION_NAMES = {"v1": "generic", "v2": "over-specified rubric", "v3": "SAER refined"}
-SET_LABELS: tuple[str, str, str] = ("Set 1", "Set 2", TIE)
-_SET_POSITION = {"Set 1": "first", "Set 2": "second", TIE: "tie"}
 
 
 def load_template(domain: str, mode: str, version: str) -> PromptTemplate:
@@ -83,6 +79,7 @@ def pointwise_request(
     metadata: Mapping[str, MetadataValue],
     truth: LabelTruth | None = None,
 ) -> JudgeRequest:
+    """The pointwise request: the customer's context and one list to label (Good / Partial / Poor Match)."""
     msgs: tuple[Message, ...] = tpl.render(
         context=context.render(catalogue, history_only(tpl)),
         list=render_list(items, catalogue),
@@ -100,6 +97,7 @@ def pairwise_request(
     metadata: Mapping[str, MetadataValue],
     truth: PreferenceTruth | None = None,
 ) -> JudgeRequest:
+    """The pairwise request: the customer's context and two sets to compare, Set 1 shown first."""
     msgs: tuple[Message, ...] = tpl.render(
         context=context.render(catalogue, history_only(tpl)),
         set_1=render_list(set_1, catalogue),
@@ -110,11 +108,4 @@ def pairwise_request(
 
 def set_position(verdict: str) -> str:
     """``Set 1`` / ``Set 2`` / ``Tie`` -> the position it names (first / second / tie)."""
-    return _SET_POSITION[verdict]
-
-
-def map_verdict(verdict: str | None, set_1: str, set_2: str) -> str | None:
-    """Set label -> algorithm name ("Tie" stays "Tie", None stays None)."""
-    if verdict is None:
-        return None
-    return {"Set 1": set_1, "Set 2": set_2, TIE: TIE}[verdict]
+    return POSITION_OF_SET[verdict]

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
+from recjudge_utils.answer_formats.truth import LabelTruth
 from recjudge_utils.data.standins import genre_distance, relevance_level, unexpectedness_level
-from recjudge_utils.judge.truth import LabelTruth
-from recjudge_utils.protocols.answers.saer_fields import CATEGORIES
 
 __all__ = [
     "GOOD_HITS",
@@ -39,8 +39,6 @@ __all__ = [
 #: SAER pointwise truth thresholds (held-out positives in the top-k list)
 GOOD_HITS = 2
 PARTIAL_HITS = 1
-#: labels from worst to best (the order of :class:`~recjudge_utils.judge.truth.LabelTruth`)
-LABELS_WORST_FIRST: tuple[str, ...] = tuple(reversed(CATEGORIES))
 
 
 def heldout_hits(lists: Mapping[int, Sequence[int]], heldout: Mapping[int, set[int]]) -> dict[int, int]:

@@ -93,12 +93,15 @@ class ArtifactStore:
 
     @staticmethod
     def key(fields: Mapping[str, Any]) -> str:
+        """The artifact's name: a hash of its key fields in canonical JSON."""
         return hashlib.sha256(_canonical(fields).encode("utf-8")).hexdigest()[:32]
 
     def path(self, kind: str, fields: Mapping[str, Any]) -> Path:
+        """Where the artifact of ``kind`` with these key fields is (or would be) stored."""
         return self.root / kind / f"{self.key(fields)}.pkl"
 
     def get(self, kind: str, fields: Mapping[str, Any]) -> Any | None:
+        """The stored artifact, or None."""
         path = self.path(kind, fields)
         if not path.is_file():
             return None
@@ -106,6 +109,7 @@ class ArtifactStore:
             return pickle.load(fh)
 
     def put(self, kind: str, fields: Mapping[str, Any], value: Any) -> Path:
+        """Store ``value`` atomically beside its key fields (nothing in plan mode); returns its path."""
         path = self.path(kind, fields)
         if planning_without_training():  # a plan leaves the store as it found it
             return path

@@ -16,11 +16,24 @@ import pandas as pd
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._torch import batches, sample_negatives, seeded
 from .base import Recommender
 
 
+@register_recommender(
+    "bprmf",
+    display="BPRMF",
+    search_space=lambda t: {
+        "factors": t.suggest_categorical("factors", [16, 32, 64, 128]),
+        "lr": t.suggest_float("lr", 1e-3, 5e-2, log=True),
+        "reg": t.suggest_float("reg", 1e-7, 1e-2, log=True),
+    },
+    budgets={"reevaluation": {"small": {"epochs": 10}}},
+)
 class BPRMF(Recommender):
+    """BPR matrix factorisation with item biases, trained with Adam on uniformly sampled negatives."""
+
     name = "bprmf"
 
     def __init__(

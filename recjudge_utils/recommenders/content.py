@@ -16,12 +16,16 @@ import pandas as pd
 
 from recjudge_utils.paths import runs_dir
 
+from . import register_recommender
 from ._torch import user_sequences
 from .base import Recommender
 from .embedding import DEFAULT_MODEL, Encoder, cached_embeddings, item_texts
 
 
+@register_recommender("minilm-content", display="MiniLM-content", budgets={"arena": {"small": {}, "paper": {}}})
 class ContentMiniLM(Recommender):
+    """Cosine similarity of each item's MiniLM text embedding to the mean embedding of the user's history."""
+
     name = "MiniLM-content"
 
     def __init__(

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from recjudge_utils.recommenders import register_recommender
 from recjudge_utils.recommenders.base import Recommender
 
 
@@ -34,6 +35,7 @@ def recent_item_columns(
     return out
 
 
+@register_recommender("cooccurrence", display="Co-occurrence")
 class CooccurrenceRecommender(Recommender):
     """Scores items by how often other customers consumed them together with the customer's recent items."""
 

@@ -19,7 +19,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .fm import FM, FMModule
+from . import register_recommender
+from .fm import FM, FM_BUDGETS, FMModule
 
 
 class DeepFMModule(FMModule):
@@ -48,6 +49,7 @@ def _field_concat(vx: torch.Tensor, field_of_slot: list[str]) -> torch.Tensor:
     return torch.cat(parts, dim=-1)
 
 
+@register_recommender("deepfm", display="DeepFM", budgets=FM_BUDGETS)
 class DeepFM(FM):
     """DeepFM recommender: FM + MLP over field embeddings (same features and training as :class:`FM`)."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._history import HistoryModel, HistoryRecommender
 
 
@@ -67,7 +68,20 @@ class DESRModel(HistoryModel):
         return rel + self.beta * (e * ser[:, None, :]).sum(-1)
 
 
+@register_recommender(
+    "desr",
+    display="DESR",
+    search_space=lambda t: {
+        "dim": t.suggest_categorical("dim", [16, 32, 64]),
+        "lr": t.suggest_float("lr", 1e-4, 1e-2, log=True),
+        "beta": t.suggest_float("beta", 0.0, 2.0),
+        "short_len": t.suggest_int("short_len", 2, 10),
+    },
+    budgets={"reevaluation": {"small": {"epochs": 5}}},
+)
 class DESR(HistoryRecommender):
+    """Relevance to long- and short-term interests plus ``beta`` times alignment with the serendipity direction."""
+
     name = "desr"
 
     def __init__(self, short_len: int = 5, routing_iters: int = 3, beta: float = 0.5, **kwargs) -> None:

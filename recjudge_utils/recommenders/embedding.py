@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from recjudge_utils.paths import runs_dir
+from recjudge_utils.recommenders import register_recommender
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.cooccurrence import recent_item_columns
 
@@ -110,6 +111,7 @@ def cached_embeddings(texts: list[str], encoder: Encoder | None, model_name: str
     return emb
 
 
+@register_recommender("embedding", display="Embedding (MiniLM)")
 class EmbeddingRecommender(Recommender):
     """Scores items by their nearest-neighbour cosine similarity to the customer's recent items."""
 

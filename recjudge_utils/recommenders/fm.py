@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._torch import batches, sample_negatives, seeded, torch_threads
 from .base import Recommender
 
@@ -123,6 +124,11 @@ class FMModule(nn.Module):
         return linear + within, summed, vx
 
 
+#: RecSys Arena training lengths, shared by DeepFM (same features and training)
+FM_BUDGETS = {"arena": {"small": {"epochs": 5}, "paper": {"epochs": 30}}}
+
+
+@register_recommender("fm", display="FM", budgets=FM_BUDGETS)
 class FM(Recommender):
     """Factorization machine recommender (user/item ids + user attributes + item genres)."""
 

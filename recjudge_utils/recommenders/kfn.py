@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from . import register_recommender
 from .base import Recommender, explicit_ratings
 
 # Below this a co-rated variance is numerically zero (ratings are small integers or halves).
@@ -61,6 +62,14 @@ _TIE_EPS = 1e-9
 _BLOCK_CELLS = 4_000_000
 
 
+@register_recommender(
+    "kfn",
+    display="KFN",
+    search_space=lambda t: {
+        "k": t.suggest_int("k", 5, 500, log=True),
+        "min_overlap": t.suggest_int("min_overlap", 3, 20, log=True),
+    },
+)
 class KFN(Recommender):
     """k-furthest neighbours: recommend what the most dissimilar users rated low."""
 

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._torch import batches, sample_negatives, seeded, torch_threads
 from .base import Recommender
 
@@ -34,7 +35,14 @@ def normalized_adjacency(matrix: sp.csr_matrix) -> torch.Tensor:
     ).coalesce()
 
 
+@register_recommender(
+    "lightgcn",
+    display="LightGCN",
+    budgets={"arena": {"small": {"epochs": 5, "batch_size": 4096, "lr": 1e-2}, "paper": {"epochs": 100}}},
+)
 class LightGCN(Recommender):
+    """Dot product of user and item embeddings averaged over normalised graph propagation layers, trained with BPR."""
+
     name = "LightGCN"
 
     def __init__(

@@ -1,7 +1,8 @@
 """Plan mode without training: every recommender is a stored artifact, a cheap fit, or a stand-in.
 
-The book runner's ``--plan`` sets ``RECJUDGE_PLAN`` (:func:`planning_without_training`). The experiments then get
-their recommenders from :func:`fit_or_stand_in` (through the artifact store) instead of training them:
+The book runner's ``--plan`` sets ``RECJUDGE_PLAN`` (:func:`planning_without_training`). The one training path
+(:func:`recjudge_utils.recommenders.training.train`) then loads what the artifact store holds and otherwise calls
+:func:`fit_or_stand_in` instead of training or tuning:
 
 * a model an earlier run stored (``runs/artifacts/``) is loaded, and its lists, hence the plan's requests, are
   exactly the run's;

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import register_recommender
 from .base import Recommender
 
 
+@register_recommender("pop", display="Pop", search_space=lambda t: {})  # empty: re-evaluated, nothing to tune
 class Pop(Recommender):
     """Score = number of training users who interacted with the item (ties: lower item id first)."""
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._history import HistoryModel, HistoryRecommender
 
 
@@ -72,7 +73,20 @@ class PURSModel(HistoryModel):
         return rel + factor * unexp * torch.exp(-unexp)
 
 
+@register_recommender(
+    "purs",
+    display="PURS",
+    search_space=lambda t: {
+        "dim": t.suggest_categorical("dim", [16, 32, 64]),
+        "lr": t.suggest_float("lr", 1e-4, 1e-2, log=True),
+        "bandwidth": t.suggest_float("bandwidth", 0.3, 3.0, log=True),
+        "l2": t.suggest_float("l2", 1e-8, 1e-3, log=True),
+    },
+    budgets={"reevaluation": {"small": {"epochs": 2}}},
+)
 class PURS(HistoryRecommender):
+    """Sequence relevance plus unexpectedness: the distance of an item from the user's mean-shifted interest modes."""
+
     name = "purs"
 
     def __init__(self, bandwidth: float = 1.0, shift_iters: int = 3, **kwargs) -> None:

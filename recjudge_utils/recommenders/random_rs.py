@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import register_recommender
 from .base import Recommender
 
 
+@register_recommender("random", display="Random", search_space=lambda t: {})  # empty: re-evaluated, nothing to tune
 class RandomRS(Recommender):
     """Uniformly random scores; the same user always gets the same list for the same seed.
 

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from . import register_recommender
 from ._torch import batches, left_pad, sample_negatives, seeded, torch_threads, user_sequences
 from .base import Recommender
 
@@ -62,7 +63,23 @@ class SASRecEncoder(nn.Module):
         return hidden @ self.item_emb.weight[1:].T
 
 
+@register_recommender(
+    "sasrec",
+    display="SASRec",
+    search_space=lambda t: {
+        "dim": t.suggest_categorical("dim", [32, 64]),
+        "n_blocks": t.suggest_int("n_blocks", 1, 2),
+        "dropout": t.suggest_float("dropout", 0.0, 0.5),
+        "lr": t.suggest_float("lr", 1e-4, 1e-2, log=True),
+    },
+    budgets={
+        "reevaluation": {"small": {"epochs": 10}},
+        "arena": {"small": {"epochs": 8, "max_len": 50, "dim": 64}, "paper": {"epochs": 100, "max_len": 50, "dim": 64}},
+    },
+)
 class SASRec(Recommender):
+    """Next-item scores from the last hidden state of a causal self-attention encoder over the user's sequence."""
+
     name = "sasrec"
 
     def __init__(

@@ -1,26 +1,59 @@
-"""Building and fitting a registered recommender with its data: the one place models are trained.
+"""Getting a fitted recommender: the one path every experiment takes.
 
-``fit_recommender`` hands each model the training data it is defined on (every explicit rating for models with
-``uses_explicit_ratings``, else the positives), the user attributes to models with ``needs_users``, and the
-item metadata to all; torch runs on one thread (see :func:`recjudge_utils.recommenders._torch.torch_threads`).
-``train_or_load`` does the same through the artifact store, so a second run (another judge) trains nothing; in plan
-mode it only loads, and a model that is not stored becomes a stand-in (:mod:`recjudge_utils.recommenders.plan_standin`).
+:func:`train` builds a registered recommender, hands it the training data it is defined on (every explicit rating
+for models with ``uses_explicit_ratings``, else the positives; the user attributes to models with ``needs_users``;
+the item metadata to all; torch on one thread, see :func:`recjudge_utils.recommenders._torch.torch_threads`),
+optionally tunes it first (:class:`Tuning`: a seeded TPE search on validation Recall@k), and keeps the result in the
+artifact store (:mod:`recjudge_utils.recommenders.artifacts`), so a second run (another judge) trains nothing. In
+plan mode nothing is trained, tuned or stored: a model that is not stored is a cheap fit or a stand-in
+(:mod:`recjudge_utils.recommenders.plan_standin`). :func:`train_or_load` is the same path for callers that only
+want ``(model, loaded)``.
+
+Tuning (paper: 100 TPE trials per RS per fold) fits the recommender ``n_trials`` times with parameters proposed by a
+seeded ``TPESampler`` from the search space the recommender registered (``SEARCH_SPACES[name]``), scores each fit by
+mean Recall@10 over the validation users (users with a validation positive and training history; items seen in
+training) and keeps the best trial's model: fits are seeded, so it is the model a refit with the best parameters
+gives. Fixed parameters (e.g. a small epoch budget) override the search space. Recommenders without
+hyperparameters (Pop, Random) and ``n_trials == 0`` use the fixed parameters, still reporting the validation recall.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import optuna
 import pandas as pd
 
-from recjudge_utils.recommenders import make_recommender, recommender_class
+from recjudge_utils.metrics.ranking import hit_matrix, recall_at_k
+from recjudge_utils.recommenders import SEARCH_SPACES, make_recommender, recommender_class
 from recjudge_utils.recommenders._torch import torch_threads
-from recjudge_utils.recommenders.artifacts import ArtifactStore, code_hash, dataset_fingerprint, frame_fingerprint
+from recjudge_utils.recommenders.artifacts import (
+    ArtifactStore,
+    code_hash,
+    dataset_fingerprint,
+    frame_fingerprint,
+    function_hash,
+)
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
+from recjudge_utils.splitting.temporal import ground_truth
 
-__all__ = ["build_recommender", "fit_recommender", "train_or_load", "training_frame"]
+__all__ = [
+    "Trained",
+    "TuneResult",
+    "Tuning",
+    "build_recommender",
+    "fit_recommender",
+    "train",
+    "train_or_load",
+    "training_frame",
+    "tune",
+    "validation_recall",
+]
 
 
 def build_recommender(name: str, seed: int, params: dict[str, Any], users: pd.DataFrame | None = None) -> Recommender:
@@ -52,6 +85,189 @@ def fit_recommender(
         return model.fit(training_frame(name, positives, ratings), items)
 
 
+def validation_recall(model: Recommender, valid: pd.DataFrame, k: int = 10) -> float:
+    """Mean Recall@k over validation users known to the model (items already filtered to training ones)."""
+    truth = ground_truth(valid)
+    users = np.array([u for u in truth if u in model._user_index], dtype=np.int64)
+    if len(users) == 0:
+        return float("nan")
+    relevant = [truth[int(u)] for u in users]
+    recs = model.recommend(users, k=k)
+    hits = hit_matrix(recs, relevant)
+    return float(np.nanmean(recall_at_k(hits, [len(r) for r in relevant], k)))
+
+
+@dataclass
+class TuneResult:
+    """A TPE search's outcome: the best parameters, their validation recall, and the model fitted with them."""
+
+    name: str
+    params: dict[str, Any]
+    value: float
+    n_trials: int
+    seconds: float
+    model: Recommender  # fits are seeded: the best trial's model is the one a refit with its parameters gives
+    trials: pd.DataFrame = field(default_factory=pd.DataFrame)
+    refit_seconds: float = 0.0  # a resumed study's best trial ran in an earlier process: its model is refitted
+
+
+def tune(
+    name: str,
+    train: pd.DataFrame,
+    valid: pd.DataFrame,
+    n_trials: int,
+    seed: int = 0,
+    fixed: dict[str, Any] | None = None,
+    items: pd.DataFrame | None = None,
+    k: int = 10,
+    ratings: pd.DataFrame | None = None,
+    storage: str | None = None,
+    study_name: str | None = None,
+    users: pd.DataFrame | None = None,
+) -> TuneResult:
+    """TPE search of ``SEARCH_SPACES[name]`` maximising validation Recall@k; the best params and their model.
+
+    ``train`` holds the positives; ``ratings`` (optional) every rating of the same period, which the models
+    defined on explicit ratings (KFN, UAUM) are trained on instead. With ``storage`` (an Optuna RDB URL such as
+    ``sqlite:///runs/default/optuna.sqlite``) the study is stored under ``study_name`` and resumed: a rerun after a
+    kill runs only the missing trials, and several workers sharing one database stop at ``n_trials`` together.
+    """
+    fixed = dict(fixed or {})
+    space = SEARCH_SPACES[name.lower()]
+    start = time.perf_counter()
+    has_space = name.lower() not in ("pop", "random")
+    if n_trials <= 0 or not has_space:
+        model = fit_recommender(name, train, items, seed=seed, params=fixed, users=users, ratings=ratings)
+        value = validation_recall(model, valid, k)
+        return TuneResult(name, fixed, value, 0, time.perf_counter() - start, model)
+
+    best: dict[str, Any] = {"value": -np.inf, "model": None}
+
+    def objective(trial: optuna.Trial) -> float:
+        params = {**space(trial), **fixed}
+        model = fit_recommender(name, train, items, seed=seed, params=params, users=users, ratings=ratings)
+        value = validation_recall(model, valid, k)
+        value = -1.0 if np.isnan(value) else value
+        if value > best["value"]:
+            best["value"], best["model"] = value, model
+        return value
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        storage=storage,
+        study_name=study_name,
+        load_if_exists=storage is not None,
+    )
+    complete = (optuna.trial.TrialState.COMPLETE,)
+    remaining = n_trials - len(study.get_trials(deepcopy=False, states=complete))
+    if remaining > 0:
+        study.optimize(
+            objective,
+            n_trials=remaining,
+            show_progress_bar=False,
+            callbacks=[optuna.study.MaxTrialsCallback(n_trials, states=complete)],
+        )
+    params = {**study.best_params, **fixed}
+    seconds = time.perf_counter() - start
+    kept: Recommender | None = best["model"] if best["value"] == study.best_value else None
+    refit_seconds = 0.0
+    if kept is None:
+        kept = fit_recommender(name, train, items, seed=seed, params=params, users=users, ratings=ratings)
+        refit_seconds = time.perf_counter() - start - seconds
+    return TuneResult(
+        name, params, float(study.best_value), n_trials, seconds, kept, study.trials_dataframe(), refit_seconds
+    )
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The option of :func:`train` that tunes: ``n_trials`` TPE trials scored on ``valid``; the study lives in
+    ``storage`` (an Optuna RDB URL; None: in memory, not resumable)."""
+
+    valid: pd.DataFrame
+    n_trials: int
+    storage: str | None = None
+
+
+@dataclass
+class Trained:
+    """A fitted recommender, whether an earlier run stored it, and the TPE search that chose its parameters
+    (None when they were fixed)."""
+
+    name: str
+    model: Recommender
+    loaded: bool
+    tuning: TuneResult | None = None
+
+
+def train(
+    name: str,
+    positives: pd.DataFrame,
+    items: pd.DataFrame | None,
+    *,
+    split: Mapping[str, Any],
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    users: pd.DataFrame | None = None,
+    ratings: pd.DataFrame | None = None,
+    tuning: Tuning | None = None,
+    store: ArtifactStore | None = None,
+) -> Trained:
+    """The fitted ``name``: the model an earlier run stored for exactly this data, split, code, parameters, seed
+    (and search, when tuned), else trained (and tuned) now and stored. In plan mode a model not stored is a cheap
+    fit or a stand-in, never trained, tuned nor stored. ``params`` are fixed; ``tuning`` searches the others."""
+    store = store or ArtifactStore()
+    fixed = dict(params or {})
+    data = training_frame(name, positives, ratings)
+    fields: dict[str, Any] = {
+        "recommender": name,
+        "code": code_hash(name),
+        "train": dataset_fingerprint(data),
+        "items": None if items is None else frame_fingerprint(items),
+        "users": None if users is None or not recommender_class(name).needs_users else frame_fingerprint(users),
+        "split": dict(split),
+        "params": fixed,
+        "seed": seed,
+    }
+
+    def stand_in() -> Recommender:
+        model = build_recommender(name, seed, dict(fixed), users)
+        return fit_or_stand_in(name, model, data, items, key=store.key(fields), seed=seed)
+
+    if tuning is None:
+        model, loaded = store.get_or_compute(
+            "models",
+            fields,
+            lambda: fit_recommender(name, positives, items, seed=seed, params=fixed, users=users, ratings=ratings),
+            stand_in=stand_in,
+        )
+        return Trained(name, model, loaded)
+    fields.update(
+        space=function_hash(SEARCH_SPACES[name]), valid=dataset_fingerprint(tuning.valid), n_trials=tuning.n_trials
+    )
+    result, loaded = store.get_or_compute(
+        "tuned",
+        fields,
+        lambda: tune(
+            name,
+            positives,
+            tuning.valid,
+            n_trials=tuning.n_trials,
+            seed=seed,
+            fixed=fixed,
+            items=items,
+            ratings=ratings,
+            storage=tuning.storage,
+            study_name=f"{name}-{store.key(fields)[:12]}",
+            users=users,
+        ),
+        stand_in=lambda: TuneResult(name, dict(fixed), float("nan"), 0, 0.0, stand_in()),
+    )
+    return Trained(name, result.model, loaded, result)
+
+
 def train_or_load(
     name: str,
     positives: pd.DataFrame,
@@ -64,31 +280,8 @@ def train_or_load(
     ratings: pd.DataFrame | None = None,
     store: ArtifactStore | None = None,
 ) -> tuple[Recommender, bool]:
-    """:func:`fit_recommender`, or the model an earlier run stored for exactly this data, split, code, parameters
-    and seed (``runs/artifacts/``); returns (model, loaded). In plan mode a model not stored is a cheap fit or a
-    stand-in, never trained nor stored."""
-    store = store or ArtifactStore()
-    data = training_frame(name, positives, ratings)
-    fields = {
-        "recommender": name,
-        "code": code_hash(name),
-        "train": dataset_fingerprint(data),
-        "items": None if items is None else frame_fingerprint(items),
-        "users": None if users is None or not recommender_class(name).needs_users else frame_fingerprint(users),
-        "split": dict(split),
-        "params": dict(params or {}),
-        "seed": seed,
-    }
-    return store.get_or_compute(
-        "models",
-        fields,
-        lambda: fit_recommender(name, positives, items, seed=seed, params=params, users=users, ratings=ratings),
-        stand_in=lambda: fit_or_stand_in(
-            name,
-            build_recommender(name, seed, dict(params or {}), users),
-            data,
-            items,
-            key=store.key(fields),
-            seed=seed,
-        ),
+    """:func:`train` with fixed parameters, as (model, loaded)."""
+    trained = train(
+        name, positives, items, split=split, seed=seed, params=params, users=users, ratings=ratings, store=store
     )
+    return trained.model, trained.loaded

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from . import register_recommender
 from .base import Recommender, explicit_ratings
 
 _BLOCK_CELLS = 4_000_000  # dense cells per block of intermediate (rows x users) or (rows x items) arrays
@@ -77,6 +78,16 @@ def randomized_svd(
     return (q @ ub)[:, :rank], s[:rank], vt[:rank]
 
 
+@register_recommender(
+    "uaum",
+    display="UAUM",
+    # lam > 0 always: at lam = 0 UAUM is plain PureSVD, and an accuracy objective would happily pick it;
+    # UAUM.degenerate_to_svd() reports when the tuned lam is still too small to change the top-k lists.
+    search_space=lambda t: {
+        "factors": t.suggest_categorical("factors", [8, 16, 32, 64, 128]),
+        "lam": t.suggest_float("lam", 0.1, 2.0, log=True),
+    },
+)
 class UAUM(Recommender):
     """PureSVD of the unexpectedness-augmented utility matrix ``R + gamma * E``."""
 

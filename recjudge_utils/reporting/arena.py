@@ -1,10 +1,8 @@
 """What notebook 3 shows about a RecSys Arena run: Tables 1-4 beside the paper, position bias, Figure 6, and
-how well AUC, Q and the absolute score separate the closest pair."""
+how well AUC, Q and the absolute score separate the closest pair. Every number with a CI comes from the run
+(:mod:`recjudge_utils.experiments.arena`); this module selects, lays out and draws."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,28 +10,24 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from recjudge_utils.experiments.arena import PAPER_NAMES, ArenaRun, TransparencyRun, closest_pairs
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
+from recjudge_utils.experiments.arena import PAPER_NAMES, ArenaRun
+from recjudge_utils.experiments.transparency import TransparencyRun
 from recjudge_utils.metrics.offline import pearson
-from recjudge_utils.metrics.pairwise import paired_difference, q_from_codes, wtl_summary
-from recjudge_utils.protocols.answers.arena_verdicts import OVERALL
-from recjudge_utils.protocols.arena import position_consistency
 from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.results import Result, result
 
 __all__ = [
-    "arena_table",
+    "PAPER_TRANSPARENCY_CASES",
     "aspect_table",
     "close_pairs_table",
     "figure6",
     "judge_facts",
+    "paper_dataset",
     "paper_r_rounding_lines",
     "paper_table",
     "paper_table2_wide",
     "paper_table3_recomputed",
-    "q_auc_correlation",
     "relative_vs_absolute",
-    "results",
-    "separation",
     "table1",
     "table2",
     "table4",
@@ -44,24 +38,8 @@ __all__ = [
     "wtl_figure",
 ]
 
-
-def arena_table(
-    outcomes: pd.DataFrame,
-    column: str = OVERALL,
-    by: Sequence[str] = ("x", "y"),
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """One row per comparison (``by``): n, Win/Tie/Lose %, Q, CIs and the rank of Q (1 = best)."""
-    rows = []
-    for keys, grp in outcomes.groupby(list(by), sort=False):
-        keys = keys if isinstance(keys, tuple) else (keys,)
-        vals = [None if pd.isna(v) else v for v in grp[column]]
-        rows.append({**dict(zip(by, keys, strict=True)), **wtl_summary(vals, n_boot=n_boot, seed=seed)})
-    table = pd.DataFrame(rows)
-    if len(table):
-        table["rank"] = table["Q"].rank(ascending=False, method="min")
-    return table
+#: the columns of one comparison's outcomes, in the order the tables show them
+_WTL = ["x", "y", "source", "n", "n_unjudged", "win", "tie", "lose", "Q", "win_lo", "win_hi", "Q_lo", "Q_hi", "rank"]
 
 
 def table1(run: ArenaRun) -> pd.DataFrame:
@@ -80,31 +58,19 @@ def paper_dataset(run: ArenaRun) -> str:
     return "MIND" if run.dataset_name.lower().startswith("mind") else "MovieLens"
 
 
-def _outcomes_frame(run: ArenaRun, source: str) -> pd.DataFrame:
-    """Outcomes per comparison for one source: ``x_first`` / ``y_first`` raw, or ``adjudicated``."""
-    if source == "adjudicated":
-        if not run.both_orders:
-            raise ValueError("adjudication needs both orders")
-        return run.adjudicated
-    raw = run.raw[run.raw["order"] == source]
-    return raw
-
-
 def versus_table(
-    run: ArenaRun, source: str = "adjudicated", key: str = OVERALL, kind: str = "vs_baseline", seed: int = 0
+    run: ArenaRun, source: str = "adjudicated", key: str = OVERALL, kind: str = "vs_baseline"
 ) -> pd.DataFrame:
     """Win/Tie/Lose % of x against y, Q, CIs and rank (Table 2 for ``kind="vs_baseline"``)."""
-    frame = _outcomes_frame(run, source)
-    frame = frame[frame["kind"] == kind]
-    table = arena_table(frame, column=key, seed=seed)
-    table.insert(2, "source", source)
-    return table
+    if source not in run.config.sources:
+        raise ValueError(f"source {source!r} was not judged; this run has {run.config.sources}")
+    table = run.versus(source, key, kind)
+    return table[[c for c in _WTL if c in table]]
 
 
-def table2(run: ArenaRun, seed: int = 0) -> pd.DataFrame:
+def table2(run: ArenaRun) -> pd.DataFrame:
     """Each RS vs the baseline: raw (x shown first = the paper's setting), raw swapped, adjudicated."""
-    sources = ["x_first", "y_first", "adjudicated"] if run.both_orders else ["x_first"]
-    return pd.concat([versus_table(run, s, seed=seed) for s in sources], ignore_index=True)
+    return pd.concat([versus_table(run, s) for s in run.config.sources], ignore_index=True)
 
 
 def paper_table2_wide(dataset: str = "MovieLens") -> pd.DataFrame:
@@ -114,41 +80,30 @@ def paper_table2_wide(dataset: str = "MovieLens") -> pd.DataFrame:
     return p.pivot(index="rs", columns="llm", values=["win", "tie", "lose", "q", "rank"])
 
 
-def aspect_table(run: ArenaRun, source: str = "adjudicated", kind: str = "vs_baseline", seed: int = 0) -> pd.DataFrame:
+def aspect_table(run: ArenaRun, source: str = "adjudicated", kind: str = "vs_baseline") -> pd.DataFrame:
     """Win/Tie/Lose and Q per aspect (rows: aspect x comparison)."""
     frames = []
     for key in run.aspect_keys:
-        t = versus_table(run, source, key=key, kind=kind, seed=seed)
+        t = versus_table(run, source, key=key, kind=kind)
         t.insert(0, "aspect", key)
         frames.append(t)
     return pd.concat(frames, ignore_index=True)
 
 
-def table4(run: ArenaRun, source: str = "adjudicated", seed: int = 0) -> pd.DataFrame:
+def table4(run: ArenaRun, source: str = "adjudicated") -> pd.DataFrame:
     """Inspiration verdicts vs the baseline beside our URD (the paper's Table 4 layout)."""
-    t = versus_table(run, source, key="inspiration", seed=seed)
+    t = versus_table(run, source, key="inspiration")
     urd = dict(zip(run.offline["rs"], run.offline["urd"], strict=True))
     t.insert(2, "urd", t["x"].map(urd))
     return t
 
 
-def q_auc_correlation(run: ArenaRun, source: str = "adjudicated") -> dict[str, Any]:
-    """Pearson r between Q (vs baseline) and AUC over the non-baseline models, with its p-value (Table 3)."""
-    t = versus_table(run, source)
-    auc = dict(zip(run.offline["rs"], run.offline["auc"], strict=True))
-    q = t["Q"].to_numpy(dtype=float)
-    a = t["x"].map(auc).to_numpy(dtype=float)
-    r, p = pearson(a, q)
-    return {"source": source, "n_models": int(np.isfinite(q).sum()), "r": r, "p": p}
-
-
-def relative_vs_absolute(run: ArenaRun, source: str = "adjudicated", seed: int = 0) -> pd.DataFrame:
+def relative_vs_absolute(run: ArenaRun, source: str = "adjudicated") -> pd.DataFrame:
     """Figure 6 data: per non-baseline model, AUC, Q vs baseline and mean absolute score, raw and min-max normalised."""
     t = versus_table(run, source).set_index("x")
     auc = run.offline.set_index("rs")["auc"]
-    models = list(t.index)
     abs_mean = run.absolute.groupby("model")["score"].mean() if len(run.absolute) else pd.Series(dtype=float)
-    out = pd.DataFrame({"model": models})
+    out = pd.DataFrame({"model": list(t.index)})
     out["AUC"] = out["model"].map(auc)
     out["Q"] = out["model"].map(t["Q"])
     out["absolute"] = out["model"].map(abs_mean)
@@ -158,39 +113,6 @@ def relative_vs_absolute(run: ArenaRun, source: str = "adjudicated", seed: int =
         span = np.nanmax(v[finite]) - np.nanmin(v[finite]) if finite.any() else np.nan
         out[f"{col} (normalised)"] = (v - np.nanmin(v[finite])) / span if finite.any() and span > 0 else np.nan
     return out
-
-
-def separation(run: ArenaRun, pair: tuple[str, str], source: str = "adjudicated", seed: int = 0) -> pd.DataFrame:
-    """How well AUC, Q and the absolute score separate two models, each as a paired bootstrap over users.
-
-    For each measure: the difference (first minus second), its 95% CI over users, and the standardised gap
-    |difference| / bootstrap SE. AUC pairs the models' per-user AUCs (all evaluated users); the absolute score
-    pairs the judged users' scores; Q compares each model's outcome against the baseline per judged user.
-    """
-    x, y = pair
-    rows = []
-    pu = run.offline_per_user
-    merged = pu[x][["user", "auc"]].merge(pu[y][["user", "auc"]], on="user", suffixes=("_x", "_y"))
-    d = paired_difference(merged["auc_x"].to_numpy(), merged["auc_y"].to_numpy(), seed=seed)
-    rows.append(("AUC (all evaluated users)", d.point, d.low, d.high, d.standardised, len(merged)))
-    if len(run.absolute):
-        piv = run.absolute.pivot(index="user", columns="model", values="score")
-        if x in piv and y in piv:
-            d = paired_difference(piv[x].to_numpy(float), piv[y].to_numpy(float), seed=seed)
-            n = int(piv[[x, y]].notna().all(axis=1).sum())
-            rows.append(("absolute score", d.point, d.low, d.high, d.standardised, n))
-    frame = _outcomes_frame(run, source)
-    frame = frame[frame["kind"] == "vs_baseline"]
-    code = {"win": 1.0, "tie": 0.0, "lose": -1.0}
-    per = frame.pivot_table(index="user", columns="x", values=OVERALL, aggfunc="first")
-    if x in per and y in per:
-        ox = per[x].map(code).to_numpy(dtype=float)
-        oy = per[y].map(code).to_numpy(dtype=float)
-        d = paired_difference(ox, oy, statistic=q_from_codes, seed=seed)
-        rows.append(
-            ("Q vs baseline", d.point, d.low, d.high, d.standardised, int((np.isfinite(ox) & np.isfinite(oy)).sum()))
-        )
-    return pd.DataFrame(rows, columns=["measure", "difference", "low", "high", "standardised_gap", "n_users"])
 
 
 def unparsed_summary(run: ArenaRun) -> pd.DataFrame:
@@ -213,10 +135,9 @@ def unparsed_summary(run: ArenaRun) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def close_pairs_table(run: ArenaRun, seed: int = 0) -> pd.DataFrame:
+def close_pairs_table(run: ArenaRun) -> pd.DataFrame:
     """The closest-AUC pairs compared directly, in each order and adjudicated (Figures 3-4)."""
-    sources = ["x_first", "y_first", "adjudicated"] if run.both_orders else ["x_first"]
-    return pd.concat([versus_table(run, s, kind="close_pair", seed=seed) for s in sources])
+    return pd.concat([versus_table(run, s, kind="close_pair") for s in run.config.sources])
 
 
 def paper_table3_recomputed() -> pd.DataFrame:
@@ -230,10 +151,9 @@ def paper_table3_recomputed() -> pd.DataFrame:
     return paper_table("arena_table3").merge(pd.DataFrame(recomputed), on=["llm", "dataset"])
 
 
-def figure6(run: ArenaRun, source: str = "adjudicated", seed: int = 0) -> Figure:
+def figure6(run: ArenaRun, source: str = "adjudicated") -> Figure:
     """AUC, Q and mean absolute score per non-baseline model, min-max normalised as in the paper's Figure 6."""
-    fig6 = relative_vs_absolute(run, source=source, seed=seed)
-    long = fig6.melt(
+    long = relative_vs_absolute(run, source=source).melt(
         id_vars="model",
         value_vars=["AUC (normalised)", "Q (normalised)", "absolute (normalised)"],
         var_name="measure",
@@ -242,8 +162,8 @@ def figure6(run: ArenaRun, source: str = "adjudicated", seed: int = 0) -> Figure
     fig, ax = plt.subplots(figsize=(8, 4))
     sns.barplot(data=long, x="model", y="normalised value", hue="measure", ax=ax)
     ax.set_title(
-        f"Figure 6 (ours): AUC, Q and absolute score, min-max normalised\n{run.dataset_label}; judge: "
-        f"{run.judge_name}; {len(run.users)} users",
+        f"Figure 6 (ours): AUC, Q and absolute score, min-max normalised\n{run.data_label}; judge: "
+        f"{run.judge_name}; {len(run.panel.users)} users",
         fontsize=9,
     )
     fig.tight_layout()
@@ -251,63 +171,22 @@ def figure6(run: ArenaRun, source: str = "adjudicated", seed: int = 0) -> Figure
     return fig
 
 
-def closest_pair(run: ArenaRun) -> tuple[str, str]:
-    auc = dict(zip(run.offline["rs"], run.offline["auc"], strict=True))
-    return closest_pairs(auc, 1, exclude=[run.baseline])[0]
-
-
 def judge_facts(run: ArenaRun) -> list[str]:
     """The facts about this run's judge the discussion rests on (position bias, consistency, Q)."""
-    parsed = run.raw[run.raw["status"] == "parsed"]
-    a_share = (parsed["verdict_overall"] == "A wins").mean() if len(parsed) else float("nan")
-    pc = position_consistency(run.raw)
-    overall = pc[pc["x"] == "all"].iloc[0]
+    overall = run.consistency[run.consistency["x"] == "all"].iloc[0]
+    n_parsed = int((run.raw["status"] == "parsed").sum())
     lines = [
         f"judge: {run.judge_name}",
-        f"pair-wise answers: {len(run.raw)}, parsed: {len(parsed)}; share answering 'A wins' overall: {a_share:.2f}",
+        f"pair-wise answers: {len(run.raw)}, parsed: {n_parsed}; share answering 'A wins' overall: "
+        f"{overall['a_wins_share']:.2f}",
         f"position consistency (both orders parsed: {int(overall['n_both_parsed'])}): {overall['consistency']:.2f}",
     ]
-    if run.both_orders:
-        t2 = table2(run)
-        adj = t2[t2["source"] == "adjudicated"]
-        lines.append(f"adjudicated Q vs {run.baseline}: " + str(dict(zip(adj["x"], adj["Q"].round(3), strict=True))))
+    if run.config.both_orders:
+        adj = versus_table(run, "adjudicated")
+        lines.append(
+            f"adjudicated Q vs {run.config.baseline}: " + str(dict(zip(adj["x"], adj["Q"].round(3), strict=True)))
+        )
     return lines
-
-
-def results(run: ArenaRun, seed: int = 0) -> tuple[list[Result], dict[str, list[dict[str, object]]]]:
-    """Headline numbers (per RS vs the baseline: win %, Q with CIs, per source; Pearson r with AUC; position
-    consistency) and every pairwise outcome."""
-    out = []
-    for _, r in table2(run, seed=seed).iterrows():
-        group = {"x": str(r["x"]), "y": str(r["y"]), "source": str(r["source"])}
-        out.append(result("win_pct", r["win"], r.get("win_lo"), r.get("win_hi"), r["n"], "95% Wilson", **group))
-        out.append(result("Q", r["Q"], r.get("Q_lo"), r.get("Q_hi"), r["n"], "95% percentile bootstrap", **group))
-    for source in ["x_first", "adjudicated"] if run.both_orders else ["x_first"]:
-        corr = q_auc_correlation(run, source)
-        out.append(result("pearson_r_q_auc", corr["r"], n=corr["n_models"], source=source))
-        out.append(result("pearson_p_q_auc", corr["p"], n=corr["n_models"], source=source))
-    overall = position_consistency(run.raw)
-    row = overall[overall["x"] == "all"].iloc[0]
-    out.append(
-        result(
-            "position_consistency",
-            row["consistency"],
-            row.get("consistency_lo"),
-            row.get("consistency_hi"),
-            row["n_both_parsed"],
-            "95% Wilson",
-        )
-    )
-    out.append(result("a_wins_share", row["a_wins_share"], n=int((run.raw["status"] == "parsed").sum())))
-    for _, r in run.offline.iterrows():
-        out.append(result("auc", r["auc"], n=r["n_users"], rs=str(r["rs"])))
-    items: list[dict[str, object]] = [
-        {"user": int(u), "x": str(x), "y": str(y), "order": str(o), "label": None if pd.isna(v) else str(v)}
-        for u, x, y, o, v in zip(
-            run.raw["user"], run.raw["x"], run.raw["y"], run.raw["order"], run.raw[OVERALL], strict=True
-        )
-    ]
-    return out, {"pairwise": items}
 
 
 #: the paper's two transparency showcases (Fig. 5), GPT-4o's verdict on the Transparency aspect, quoted
@@ -325,22 +204,10 @@ PAPER_TRANSPARENCY_CASES = (
 )
 
 
-def transparency_table(run: TransparencyRun, seed: int = 0) -> pd.DataFrame:
+def transparency_table(run: TransparencyRun) -> pd.DataFrame:
     """Win/Tie/Lose and Q of DeepFM with features against DeepFM with ids only, on Transparency and overall,
     in the paper's order (features model shown as A), the swapped order, and adjudicated."""
-    rows = []
-    for key in ("transparency", OVERALL):
-        frames = {
-            "x_first": run.raw[run.raw["order"] == "x_first"],
-            "y_first": run.raw[run.raw["order"] == "y_first"],
-            "adjudicated": run.adjudicated,
-        }
-        for source, frame in frames.items():
-            t = arena_table(frame, column=key, seed=seed)
-            t.insert(0, "aspect", key)
-            t.insert(3, "source", source)
-            rows.append(t)
-    return pd.concat(rows, ignore_index=True)
+    return run.outcomes.drop(columns="kind")
 
 
 def transparency_examples(run: TransparencyRun, n: int = 2) -> pd.DataFrame:

@@ -1,4 +1,7 @@
-"""The small pieces every chapter shows the same way: data labels, the judge caveat, the usage footer, tables."""
+"""The small pieces every chapter shows the same way: the judge caveat, the usage footer, tables, error bars.
+
+A dataset's label for titles is :attr:`~recjudge_utils.data.Dataset.display_label`.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +11,10 @@ from pandas.io.formats.style import Styler
 
 from recjudge_utils.judge.types import Judge
 
-__all__ = ["captioned", "data_label", "error_bars", "judge_caveat", "usage_footer"]
+__all__ = ["captioned", "error_bars", "judge_caveat", "usage_footer"]
 
 #: how the book names judges whose numbers cannot be read as a judge's opinion
 SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
-
-
-def data_label(label: str, is_real: bool) -> str:
-    """A dataset's label for titles, marked ``[STAND-IN]`` when it is not the paper's real data."""
-    return label if is_real else f"{label} [STAND-IN]"
 
 
 def judge_caveat(judge_name: str) -> str | None:

@@ -5,8 +5,9 @@ A run's judge is the one its manifest names (the runner's, written before its fi
 written when a notebook executed outside the runner opens its judge); a notebook whose ``results.json`` names another
 judge is left out of the run and said so, and a run folder without a manifest is shown as "unknown (no manifest)"
 rather than guessed from its files. Tables say which judge is a simulated one (``kind``) and name it so; agreement
-between judges is computed on the items both judged, with statsmodels (Cohen's weighted kappa with its standard error
-and CI; Fleiss' kappa for three or more judges).
+between judges is computed on the items both judged: Cohen's quadratic weighted kappa with its bootstrap standard
+error and percentile CI (:func:`~recjudge_utils.metrics.agreement.weighted_kappa_ci`, the kappa of every chapter), and
+Fleiss' kappa (statsmodels) for three or more judges.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
+from recjudge_utils.metrics.agreement import weighted_kappa_ci
 from recjudge_utils.paths import MANIFEST_FILE, runs_dir
 from recjudge_utils.protocols.saer import VERSION_NAMES
 from recjudge_utils.reporting.display import error_bars
@@ -89,11 +91,13 @@ class Run:
 
     @property
     def profile(self) -> str:
+        """The name of the judge profile the manifest records."""
         profile = self.judge_profile
         return str(profile["name"]) if profile else UNKNOWN_JUDGE
 
     @property
     def kind(self) -> str:
+        """``simulated`` or ``llm``."""
         for res in self.results.values():
             return str(res["judge"]["kind"])
         return "simulated" if (self.judge_profile or {}).get("backend") == "sim" else "llm"
@@ -113,6 +117,7 @@ class Run:
 
     @property
     def label(self) -> str:
+        """The run and its judge's short name, as agreement tables name a judge."""
         return f"{self.name}: {short_judge_name(self.judge)}"
 
 
@@ -288,6 +293,7 @@ def serendipity_table(runs: list[Run]) -> pd.DataFrame:
 
 
 def serendipity_figure(runs: list[Run]) -> Figure | None:
+    """MAE per template per judge (95% CIs) beside the paper's, or None without results."""
     rows = _rows(runs, "01_serendipity_prompt_selection")
     if rows.empty:
         return None
@@ -412,8 +418,8 @@ def _items(runs: list[Run]) -> dict[str, dict[str, pd.Series]]:
 
 
 def agreement_table(runs: list[Run]) -> pd.DataFrame:
-    """Weighted kappa (quadratic, statsmodels ``cohens_kappa``, with SE and 95% CI) between every two judges on
-    the items both judged and labelled, per kind of item."""
+    """Weighted kappa (quadratic, with its bootstrap SE and 95% percentile CI: :func:`~recjudge_utils.metrics.
+    agreement.weighted_kappa_ci`) between every two judges on the items both judged and labelled, per kind of item."""
     rows = []
     for kind, by_judge in _items(runs).items():
         order = ORDERS.get(kind)
@@ -424,17 +430,12 @@ def agreement_table(runs: list[Run]) -> pd.DataFrame:
             both = both[both["a"].isin(order) & both["b"].isin(order)]
             row = {"items": kind, "judge A": a, "judge B": b, "n both labelled": len(both)}
             if len(both) >= 2:
-                codes = {v: i for i, v in enumerate(order)}
-                table = pd.crosstab(both["a"].map(codes), both["b"].map(codes)).reindex(
-                    index=range(len(order)), columns=range(len(order)), fill_value=0
-                )
-                with np.errstate(invalid="ignore"):  # a degenerate table has no SE: NaN, said in the chapter
-                    res = cohens_kappa(table.to_numpy(), wt="quadratic")
+                res = weighted_kappa_ci(both["a"].tolist(), both["b"].tolist(), order)
                 row.update(
-                    kappa=float(res.kappa),
-                    se=float(res.std_kappa),
-                    low=float(res.kappa_low),
-                    high=float(res.kappa_upp),
+                    kappa=res.value,
+                    se=res.se,
+                    low=res.low,
+                    high=res.high,
                     raw_agreement=float((both["a"] == both["b"]).mean()),
                 )
             rows.append(row)
@@ -488,6 +489,7 @@ def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement_figure(agreement: pd.DataFrame) -> Figure | None:
+    """Every pair of judges' kappa with its CI, or None when no kappa is defined."""
     data = agreement.dropna(subset=["kappa"]) if "kappa" in agreement else agreement.iloc[0:0]
     if data.empty:
         return None
@@ -504,6 +506,7 @@ def agreement_figure(agreement: pd.DataFrame) -> Figure | None:
 
 
 def saer_labels_figure(runs: list[Run]) -> Figure | None:
+    """SAER label shares per judge beside the paper's, or None without results."""
     rows = _rows(runs, "04_saer")
     if rows.empty:
         return None

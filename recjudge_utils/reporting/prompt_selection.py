@@ -8,16 +8,12 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.data.serendipity2018 import SERENDIPITY_STATEMENTS
 from recjudge_utils.experiments.prompt_selection import PromptSelectionRun
 from recjudge_utils.metrics import judge_scores as js
-from recjudge_utils.metrics.pairwise import paired_difference
-from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge, template_stages
+from recjudge_utils.protocols.pointwise_score import SerendipityJudge, template_stages
 from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.results import Result, result
 
 __all__ = [
     "PAPER_G_DISTRIBUTION",
@@ -32,12 +28,10 @@ __all__ = [
     "judging_lines",
     "logprob_lines",
     "logprob_table",
-    "results",
     "selection_lines",
     "step_score_lines",
     "table1",
     "table1_side_by_side",
-    "template_tests",
     "test_lines",
     "unparsed_answers",
     "verdict_lines",
@@ -48,6 +42,7 @@ PAPER_G_DISTRIBUTION: dict[int, int] = {1: 321, 2: 1022, 3: 586, 4: 208, 5: 13}
 
 
 def data_lines(run: PromptSelectionRun) -> list[str]:
+    """Which data this is and how its ground truth g is made."""
     sp = run.data
     lines = [f"data: {run.data_label}", f"real Serendipity-2018: {sp.is_real}", f"source: {sp.source}"]
     if sp.is_real:
@@ -75,10 +70,12 @@ def g_table(run: PromptSelectionRun) -> pd.DataFrame:
 
 
 def examples_table(run: PromptSelectionRun) -> pd.DataFrame:
+    """The few-shot examples with their levels and where the step scores come from."""
     return run.examples[["user", "item", "g", "relevance", "unexpectedness", "aux_source", "candidate_text"]]
 
 
 def judging_lines(run: PromptSelectionRun) -> list[str]:
+    """Examples, judged pairs and, per template, calls, cache hits, statuses, time and prompt versions."""
     ex_users = set(run.examples["user"])
     pool = int((~run.data.pairs["user"].isin(ex_users)).sum())
     lines = [
@@ -89,7 +86,7 @@ def judging_lines(run: PromptSelectionRun) -> list[str]:
     for t, s in run.scores.items():
         lines.append(
             f"{t:5s}: {len(s)} pairs, {int(s['n_calls'].sum())} calls, {int(s['cache_hits'].sum())} cache hits, "
-            f"status {s['status'].value_counts().to_dict()}, {run.timings[t]:.1f} s wall; "
+            f"status {s['status'].value_counts().to_dict()}, {run.timings[f'judge {t}']:.1f} s wall; "
             f"prompt versions { ({st.name: st.version for st in template_stages(t)}) }"
         )
     return lines
@@ -115,6 +112,7 @@ def example_prompt(run: PromptSelectionRun, template: str = "cot") -> str:
 
 
 def unparsed_answers(run: PromptSelectionRun, n: int = 10) -> pd.DataFrame:
+    """The first ``n`` answers no template could parse, with the raw text."""
     bad = pd.concat([s.assign(template=t) for t, s in run.scores.items()])
     bad = bad[bad["status"] != "parsed"]
     return bad[["template", "user", "item", "status", "reason", "raw_text"]].head(n)
@@ -166,11 +164,13 @@ def table1(run: PromptSelectionRun) -> pd.DataFrame:
 
 
 def baselines_table(run: PromptSelectionRun) -> pd.DataFrame:
+    """The constant predictors' MAE, accuracy and kappa with their CIs."""
     cols = ["mae", "mae_lo", "mae_hi", "acc3", "acc3_lo", "acc3_hi", "kappa_qw"]
     return run.baselines[cols].astype(float).round(3)
 
 
 def detail_table(run: PromptSelectionRun) -> pd.DataFrame:
+    """Per template: counts, MAE and accuracy with CIs, kappa, calls, tokens, cost and time."""
     cols = [
         "n", "n_parsed", "n_unparsed", "unparsed_rate", "mae", "mae_lo", "mae_hi", "acc3", "acc3_lo", "acc3_hi",
         "kappa_qw", "mean_pred", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "judge_time_s", "wall_s",
@@ -179,6 +179,7 @@ def detail_table(run: PromptSelectionRun) -> pd.DataFrame:
 
 
 def confusion_figure(run: PromptSelectionRun) -> Figure:
+    """One confusion matrix (g against the predicted score) per template."""
     templates = list(run.scores)
     fig, axes = plt.subplots(1, len(templates), figsize=(4.2 * len(templates), 4), squeeze=False)
     for ax, t in zip(axes[0], templates, strict=True):
@@ -192,6 +193,7 @@ def confusion_figure(run: PromptSelectionRun) -> Figure:
 
 
 def distribution_figure(run: PromptSelectionRun) -> Figure:
+    """The share of each predicted score per template, beside the distribution of g."""
     dist = js.score_distribution(run.scores, run.truth)
     fig, ax = plt.subplots(figsize=(9, 3.8))
     sns.barplot(data=dist, x="score", y="share", hue="source", ax=ax)
@@ -203,12 +205,14 @@ def distribution_figure(run: PromptSelectionRun) -> Figure:
 
 
 def logprob_table(run: PromptSelectionRun) -> pd.DataFrame:
+    """Per template: MAE of the argmax and of the expected score on the pairs with logprobs."""
     lp = run.summary[["n_parsed", "n_expected", "mae_argmax_same", "mae_expected"]].copy()
     lp["difference (expected - argmax)"] = lp["mae_expected"] - lp["mae_argmax_same"]
     return lp.round(3)
 
 
 def logprob_lines(run: PromptSelectionRun) -> list[str]:
+    """Whether the expected score lowers the MAE, per template, in words."""
     lp = logprob_table(run)
     if (lp["n_expected"] == 0).all():
         return ["No logprobs in this run (the embedded model skips them unless logprobs=True), so no expected score."]
@@ -224,6 +228,7 @@ def logprob_lines(run: PromptSelectionRun) -> list[str]:
 
 
 def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
+    """The selected template, where it was written, and whether the choice is statistically clear."""
     best = run.summary.loc[run.selected]
     where = f" -> {path}" if path is not None else ""
     lines = [
@@ -261,72 +266,10 @@ def verdict_lines(run: PromptSelectionRun) -> list[str]:
     return lines
 
 
-def results(run: PromptSelectionRun) -> tuple[list[Result], dict[str, list[dict[str, object]]]]:
-    """Headline numbers (per template: MAE, accuracy, kappa, unparsed) and per-pair scores, for results.json."""
-    out = []
-    for t, r in run.summary.iterrows():
-        boot = "95% percentile bootstrap"
-        out.append(result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], boot, template=str(t)))
-        # a share over a few pairs: the Wilson interval (a bootstrap one collapses when every answer agrees)
-        out.append(
-            result("acc3", r["acc3"], r.get("acc3_wilson_lo"), r.get("acc3_wilson_hi"), r["n_parsed"], "95% Wilson",
-                   template=str(t))
-        )  # fmt: skip
-        out.append(
-            result("kappa_qw", r["kappa_qw"], r.get("kappa_lo"), r.get("kappa_hi"), r["n_parsed"],
-                   "95% from the asymptotic SE (statsmodels cohens_kappa)", template=str(t))
-        )  # fmt: skip
-        out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
-    out.append(result("selected", float(TEMPLATES.index(run.selected)), template=run.selected))
-    items: list[dict[str, object]] = [
-        {"template": t, "user": int(u), "item": int(i), "label": None if np.isnan(s) else int(s), "truth": int(g)}
-        for t, frame in run.scores.items()
-        for u, i, s, g in zip(frame["user"], frame["item"], frame["score"], run.eval_pairs["g"], strict=True)
-    ]
-    return out, {"scores": items}
-
-
-def template_tests(run: PromptSelectionRun) -> pd.DataFrame:
-    """The selected template against each other one, on the pairs both parsed: McNemar's exact test on three-class
-    correctness (statsmodels), the paired MAE difference with its bootstrap CI, and Holm-adjusted p-values over
-    the comparisons (``multipletests``)."""
-    truth = run.truth
-    best = run.scores[run.selected]["score"].to_numpy(dtype=float)
-    rows = []
-    for t, frame in run.scores.items():
-        if t == run.selected:
-            continue
-        other = frame["score"].to_numpy(dtype=float)
-        both = ~np.isnan(best) & ~np.isnan(other)
-        if both.sum() < 2:
-            rows.append({"selected": run.selected, "other": t, "n both parsed": int(both.sum())})
-            continue
-        right_a = np.sign(best[both] - 3) == np.sign(truth[both] - 3)
-        right_b = np.sign(other[both] - 3) == np.sign(truth[both] - 3)
-        table = [
-            [int(np.sum(right_a & right_b)), int(np.sum(right_a & ~right_b))],
-            [int(np.sum(~right_a & right_b)), int(np.sum(~right_a & ~right_b))],
-        ]
-        test = mcnemar(table, exact=True)
-        diff = paired_difference(
-            np.abs(best[both] - truth[both]), np.abs(other[both] - truth[both]), seed=run.config.seed
-        )
-        rows.append(
-            {"selected": run.selected, "other": t, "n both parsed": int(both.sum()),
-             "only selected right": table[0][1], "only other right": table[1][0], "McNemar p": float(test.pvalue),
-             "MAE difference": diff.point, "MAE diff low": diff.low, "MAE diff high": diff.high}
-        )  # fmt: skip
-    out = pd.DataFrame(rows)
-    if "McNemar p" in out and out["McNemar p"].notna().any():
-        ok = out["McNemar p"].notna()
-        out.loc[ok, "Holm-adjusted p"] = multipletests(out.loc[ok, "McNemar p"], method="holm")[1]
-    return out
-
-
 def test_lines(run: PromptSelectionRun) -> list[str]:
-    """The selected template against each other one, in words, from :func:`template_tests`."""
+    """The selected template against each other one, in words, from the run's ``template_tests``."""
     lines = []
-    for row in template_tests(run).to_dict("records"):
+    for row in run.template_tests.to_dict("records"):
         if pd.isna(row.get("McNemar p", np.nan)):
             lines.append(f"{row['selected']} vs {row['other']}: too few pairs parsed by both")
             continue

@@ -6,19 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.experiments.reevaluation import ReevaluationRun
 from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.reporting.display import error_bars
 from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.results import Result, result
 
 __all__ = [
     "PAPER_DATASET",
@@ -28,12 +24,12 @@ __all__ = [
     "observations",
     "random_test_lines",
     "random_tests",
-    "results",
     "table2",
     "table3",
     "table3_beside_paper",
     "tuning_table",
     "uaum_lines",
+    "unparsed_judgments",
 ]
 
 PAPER_DATASET = {"ml-1m": "ML-1M", "goodreads": "Goodreads", "amazon-beauty": "Beauty"}
@@ -65,9 +61,12 @@ def fold_table(run: ReevaluationRun) -> pd.DataFrame:
 
 
 def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
+    """One row per fold and RS: trials, best validation Recall@10, seconds, chosen parameters."""
     rows = []
     for f, fitted in zip(run.folds, run.fitted, strict=True):
         for name, fit in fitted.items():
+            if fit.tuning is None:
+                continue
             rows.append(
                 {
                     "fold": f.fold,
@@ -75,7 +74,7 @@ def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
                     "trials": fit.tuning.n_trials,
                     "valid Recall@10": fit.tuning.value,
                     "tune s": round(fit.tuning.seconds, 1),
-                    "refit s": round(fit.fit_seconds, 1),
+                    "refit s": round(fit.tuning.refit_seconds, 1),
                     "params": fit.tuning.params,
                 }
             )
@@ -83,6 +82,7 @@ def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
 
 
 def judgment_lines(run: ReevaluationRun) -> list[str]:
+    """How many list slots and distinct pairs were judged, with status and score counts."""
     top_k = run.config.top_k
     n_slots = int(run.per_user["judged"].sum()) * top_k
     n_pairs = len(run.judgments)
@@ -99,6 +99,7 @@ def judgment_lines(run: ReevaluationRun) -> list[str]:
 
 
 def unparsed_judgments(run: ReevaluationRun, n: int = 10) -> pd.DataFrame:
+    """The first ``n`` judgments that were not parsed, with the judge's raw answer."""
     if not len(run.judgments):
         return run.judgments
     bad = run.judgments[run.judgments["status"] != "parsed"]
@@ -131,6 +132,7 @@ def table3(run: ReevaluationRun, dataset: str) -> pd.DataFrame:
 
 
 def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
+    """Precision and NDCG, accuracy against serendipity, one point per RS with its CIs."""
     top_k = run.config.top_k
     plot = run.summary.assign(RS=[DISPLAY_NAMES.get(r, r) for r in run.summary["rs"]])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -242,75 +244,24 @@ def observations(summary: pd.DataFrame, judgments: pd.DataFrame | None = None) -
     return lines
 
 
-def results(run: ReevaluationRun) -> tuple[list[Result], dict[str, list[dict[str, object]]]]:
-    """Headline numbers (per RS: the five Table 3 metrics with CIs) and the judged pairs' scores."""
-    out = []
-    for _, r in run.summary.iterrows():
-        for m in METRICS:
-            n = r["users_judged"] if m in ("p_ser", "n_ser", "avg") else r["users_acc"]
-            out.append(result(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n, "95% bootstrap over users", rs=str(r["rs"])))
-        out.append(result("unparsed", r["unparsed"], rs=str(r["rs"])))
-    items: list[dict[str, object]] = []
-    if len(run.judgments):
-        for f, u, i, s in zip(
-            run.judgments["fold"], run.judgments["user"], run.judgments["item"], run.judgments["score"], strict=True
-        ):
-            items.append({"fold": int(f), "user": int(u), "item": int(i), "label": None if pd.isna(s) else int(s)})
-    return out, {"scores": items}
+def random_tests(run: ReevaluationRun) -> pd.DataFrame:
+    """The run's paired tests of each RS against Random on P_ser (Holm-adjusted), RSs by their display names."""
+    return run.random_tests.assign(rs=[DISPLAY_NAMES.get(r, r) for r in run.random_tests["rs"]])
 
 
-def random_tests(run: ReevaluationRun, metric: str = "p_ser") -> pd.DataFrame:
-    """Each RS against Random on ``metric`` over the same judged users (paired t-test), Holm-adjusted for the
-    number of RSs compared (statsmodels ``multipletests``)."""
-    per = run.per_user[run.per_user["judged"]]
-    if "random" not in set(per["rs"]):
-        return pd.DataFrame()
-    wide = per.pivot_table(index=["fold", "user"], columns="rs", values=metric)
-    rows = []
-    for rs in wide.columns:
-        if rs == "random":
-            continue
-        both = wide[[rs, "random"]].dropna()
-        diff = (both[rs] - both["random"]).to_numpy()
-        if len(diff) < 2 or np.allclose(diff, diff[0]):
-            rows.append(
-                {
-                    "rs": DISPLAY_NAMES.get(rs, rs),
-                    "users": len(diff),
-                    "mean difference": float(np.mean(diff)) if len(diff) else np.nan,
-                    "p": np.nan,
-                }
-            )
-            continue
-        rows.append(
-            {
-                "rs": DISPLAY_NAMES.get(rs, rs),
-                "users": len(diff),
-                "mean difference": float(diff.mean()),
-                "p": float(stats.ttest_rel(both[rs], both["random"]).pvalue),
-            }
-        )
-    out = pd.DataFrame(rows)
-    ok = out["p"].notna() if len(out) else pd.Series(dtype=bool)
-    out["Holm-adjusted p"] = np.nan
-    if ok.any():
-        out.loc[ok, "Holm-adjusted p"] = multipletests(out.loc[ok, "p"], method="holm")[1]
-    return out
-
-
-def random_test_lines(run: ReevaluationRun, metric: str = "p_ser") -> list[str]:
-    tests = random_tests(run, metric)
+def random_test_lines(run: ReevaluationRun) -> list[str]:
+    """The paired tests against Random in one sentence."""
+    label = METRIC_LABELS["p_ser"]  # the metric the experiment tests
+    tests = random_tests(run)
     if tests.empty:
         return ["no Random baseline in this run"]
     tested = tests.dropna(subset=["Holm-adjusted p"])
     if tested.empty:
-        return [
-            f"paired tests against Random on {METRIC_LABELS[metric]}: too few judged users (or no variation) to test"
-        ]
+        return [f"paired tests against Random on {label}: too few judged users (or no variation) to test"]
     above = tested[(tested["Holm-adjusted p"] < 0.05) & (tested["mean difference"] > 0)]["rs"].tolist()
     users = int(tested["users"].max())
     return [
-        f"paired t-tests against Random on {METRIC_LABELS[metric]} over {users} judged users, "
+        f"paired t-tests against Random on {label} over {users} judged users, "
         f"Holm-adjusted for {len(tested)} comparisons: "
         + (", ".join(above) + " above Random at 5%" if above else "no RS above Random at 5%")
     ]
@@ -325,7 +276,8 @@ def uaum_lines(run: ReevaluationRun) -> list[str]:
         if fit is None or not hasattr(fit.model, "svd_overlap"):
             continue
         overlap = float(fit.model.svd_overlap(10))
-        weight = fit.tuning.params.get("lam", getattr(fit.model, "lam", None))
+        params = fit.tuning.params if fit.tuning is not None else {}
+        weight = params.get("lam", getattr(fit.model, "lam", None))
         shown = f"{weight:.3g}" if isinstance(weight, int | float) else "not set"
         verdict = "UAUM degenerated to plain SVD" if overlap >= 0.9 else "UAUM did not degenerate to plain SVD"
         lines.append(

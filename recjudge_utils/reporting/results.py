@@ -37,7 +37,17 @@ from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.paths import current_run_dir
 
-__all__ = ["RESULTS_FILE", "SCHEMA", "USAGE_FILE", "Result", "judge_kind", "read_results", "result", "write_results", "write_run_results"]
+__all__ = [
+    "RESULTS_FILE",
+    "SCHEMA",
+    "USAGE_FILE",
+    "Result",
+    "judge_kind",
+    "read_results",
+    "result",
+    "write_results",
+    "write_run_results",
+]
 
 SCHEMA = "recjudge-results/1"
 RESULTS_FILE = "results.json"
@@ -110,7 +120,7 @@ def write_results(
 
 
 def write_run_results(notebook: str, run: Run, judge: Judge, folder: Path | None = None) -> Path:
-    """Write ``results.json`` for one experiment's :class:`Run` (its results and items, as the experiment computed them)."""
+    """Write ``results.json`` for one experiment's :class:`Run`: its results and items, as computed."""
     return write_results(notebook, run.experiment, judge, run.data_label, run.results(), run.items(), folder=folder)
 
 

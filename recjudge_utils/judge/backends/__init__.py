@@ -11,53 +11,45 @@ name           module
 
 Adding a backend is one module: subclass :class:`~.base.Backend` (or :class:`~.base.ChatBackend` for a
 request/response API), decorate it with ``@register_backend("name")`` and list the module in
-``_BUILTIN_MODULES`` (or import it before use). Judge profiles name the backend with ``backend: name``.
+``BACKENDS``'s ``lazy`` table (or import it before use). Judge profiles name the backend with ``backend: name``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
+
+from recjudge_utils.registry import Registry
 
 if TYPE_CHECKING:
     from recjudge_utils.judge.backends.base import Backend
 
-__all__ = ["backend_class", "backend_names", "create_backend", "register_backend"]
+__all__ = ["BACKENDS", "backend_class", "backend_names", "create_backend", "register_backend"]
 
-_REGISTRY: dict[str, type[Backend]] = {}
-_BUILTIN_MODULES = {
-    "openai": "openai_compatible",
-    "embedded": "embedded",
-    "batch": "batch",
-    "sim": "sim",
-}
-B = TypeVar("B", bound="type[Backend]")
+BACKENDS: Registry[type[Backend]] = Registry(
+    "judge backend",
+    lazy={
+        "openai": f"{__name__}.openai_compatible",
+        "embedded": f"{__name__}.embedded",
+        "batch": f"{__name__}.batch",
+        "sim": f"{__name__}.sim",
+    },
+)
 
 
-def register_backend(name: str) -> Callable[[B], B]:
+def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
     """Class decorator: make a backend available as ``name`` (a second class under one name is an error)."""
-
-    def decorate(cls: B) -> B:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"backend {name!r} is already registered by {_REGISTRY[name].__name__}")
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
+    return BACKENDS.decorator(name)
 
 
 def backend_names() -> list[str]:
-    """Every known backend name (built-in and registered)."""
-    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+    """Every known backend name (built-in and registered), sorted."""
+    return sorted(BACKENDS)
 
 
 def backend_class(name: str) -> type[Backend]:
-    if name not in _REGISTRY and name in _BUILTIN_MODULES:
-        importlib.import_module(f"{__name__}.{_BUILTIN_MODULES[name]}")
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown judge backend {name!r}; known: {', '.join(backend_names())}")
-    return _REGISTRY[name]
+    """The backend class registered as ``name`` (importing its built-in module on first use)."""
+    return BACKENDS[name]
 
 
 def create_backend(name: str, **options: object) -> Backend:

@@ -40,6 +40,7 @@ class Plan:
 
     @classmethod
     def build(cls, params: dict[str, object], key: str) -> Plan:
+        """A plan of these request parameters under this cache key."""
         msgs = params.get("messages", [])
         return cls(params=params, key=key, messages_hash=messages_hash(msgs if isinstance(msgs, list) else []))
 
@@ -163,6 +164,7 @@ class ChatBackend(Backend):
         """One attempt at one call; raise on failure (:meth:`classify` says whether to retry)."""
 
     def classify(self, exc: Exception) -> Failure:
+        """How to treat an exception of one attempt (here: never retried; backends know better)."""
         return Failure(False, f"{type(exc).__name__}: {exc}")
 
     def downgrade(self, names: tuple[str, ...], message: str, sent: Mapping[str, object]) -> bool:
@@ -209,6 +211,7 @@ class ChatBackend(Backend):
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
     ) -> None:
+        """Answer every job, up to ``max_concurrency`` at a time, retrying under ``policy``."""
         if not jobs:
             return
         queue = list(reversed(jobs))

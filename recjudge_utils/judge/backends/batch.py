@@ -81,6 +81,7 @@ class BatchBackend(OpenAICompatibleBackend):
         self.progress = True
 
     def bind(self, run_dir: Path, run_name: str, progress: bool) -> None:
+        """Keep the run's batch state (``batches.json``) in ``run_dir``, so a killed run resumes its batches."""
         self.state_path = run_dir / "batches.json"
         self.run_name = run_name
         self.progress = progress
@@ -105,6 +106,7 @@ class BatchBackend(OpenAICompatibleBackend):
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
     ) -> None:
+        """Answer the jobs through the Batch API: submit, poll, and deliver as batches finish."""
         if not jobs:
             return
         oa = self.sdk

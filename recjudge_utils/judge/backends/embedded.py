@@ -98,10 +98,12 @@ class EmbeddedBackend(OpenAICompatibleBackend):
 
     @property
     def sdk(self) -> Any:
+        """The OpenAI SDK client of the embedded server (started first)."""
         _ = self.server
         return super().sdk
 
     def describe(self) -> str:
+        """Where the embedded server listens and which model it serves, for error messages."""
         where = self._server.base_url if self._server is not None else "not started"
         return f"embedded llama.cpp server {where} ({self.endpoint_id}) model {self.api_model!r}"
 

@@ -98,6 +98,7 @@ class Adaptations:
     log: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The adaptations as JSON-ready data (kept with the run)."""
         return {
             "token_parameter": self.token_parameter,
             "dropped": list(self.dropped),
@@ -108,6 +109,7 @@ class Adaptations:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Adaptations:
+        """Adaptations read back from :meth:`to_dict`."""
         return cls(
             token_parameter=data.get("token_parameter"),
             dropped=list(data.get("dropped") or []),
@@ -223,11 +225,13 @@ class OpenAICompatibleBackend(ChatBackend):
         )
 
     def scrub(self, text: str) -> str:
+        """``text`` with the API key replaced, before it is written anywhere."""
         if self._secret and len(self._secret) >= 6 and self._secret in text:
             text = text.replace(self._secret, _REDACTED)
         return text
 
     def describe(self) -> str:
+        """The endpoint and model, for error messages."""
         return f"{self.base_url} model {self.api_model!r}"
 
     def _per_request_headers(self) -> dict[str, Any] | None:
@@ -308,9 +312,11 @@ class OpenAICompatibleBackend(ChatBackend):
         return int(request.max_tokens)
 
     def current_json_mode(self) -> str:
+        """The response format asked for now (after any the endpoint rejected)."""
         return self.adapted.json_mode or self.json_mode
 
     def wants_logprobs(self, request: JudgeRequest) -> bool:
+        """Whether this request asks for logprobs (it has label options and the endpoint takes them)."""
         if self.adapted.logprobs is False:
             return False
         return bool(request.label_options) and self.logprobs_mode in ("auto", True)
@@ -369,6 +375,7 @@ class OpenAICompatibleBackend(ChatBackend):
 
     # -- planning -----------------------------------------------------------------------------------------
     def response_format(self, request: JudgeRequest, json_mode: str | None = None) -> dict[str, object] | None:
+        """The ``response_format`` body field for the request's JSON schema under ``json_mode``."""
         mode = json_mode or self.current_json_mode()
         if request.json_schema is None or mode == "none":
             return None
@@ -423,9 +430,11 @@ class OpenAICompatibleBackend(ChatBackend):
         return Plan.build(params, key)
 
     def plan(self, request: JudgeRequest) -> Plan:
+        """The request body and cache key under the endpoint's current adaptations."""
         return self._plan(request, self.current_json_mode(), self.wants_logprobs(request))
 
     def plan_variants(self, request: JudgeRequest) -> list[Plan]:
+        """Every plan the request may have been answered under (for an offline replay)."""
         mode = self.current_json_mode()
         modes = [mode] + (["json_object"] if mode == "json_schema" else [])
         lps = [self.wants_logprobs(request)] + ([False] if self.wants_logprobs(request) else [])
@@ -439,9 +448,11 @@ class OpenAICompatibleBackend(ChatBackend):
 
     # -- calling ------------------------------------------------------------------------------------------
     def classify(self, exc: Exception) -> Failure:
+        """Whether an SDK error is worth a retry (429, 5xx, timeouts) and what to say about it."""
         return classify_openai_error(exc, self.timeout, tuple(self.generation.extra_body))
 
     def call(self, plan: Plan) -> Completion:
+        """One chat-completions call with the planned body."""
         started = time.perf_counter()
         params = dict(plan.params)
         # everything but model and messages goes as the raw body: the SDK's keyword checks would refuse parameters
@@ -478,6 +489,7 @@ class OpenAICompatibleBackend(ChatBackend):
         raise RuntimeError(f"{self.base_url} does not list model {self.api_model!r}{hint} (it lists: {shown})")
 
     def close(self) -> None:
+        """Close the SDK client."""
         if self._client is not None:
             try:
                 with contextlib.suppress(Exception):

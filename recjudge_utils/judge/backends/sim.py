@@ -28,15 +28,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
+from recjudge_utils.answer_formats import AnswerFormat, answer_format
+from recjudge_utils.answer_formats.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, truth_to_dict
 from recjudge_utils.judge.backends import register_backend
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
 from recjudge_utils.judge.transport import RetryPolicy
-from recjudge_utils.judge.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, truth_to_dict
 from recjudge_utils.judge.types import Completion, JudgeRequest
 
 __all__ = ["SIM_PREFIX", "SimParameters", "SimulatedJudge", "simulated_answer"]
@@ -67,6 +69,7 @@ class SimParameters:
             raise ValueError("simulated judge: noise and margin must be >= 0")
 
     def describe(self) -> str:
+        """The judge's name in tables: 'simulated judge' and its non-zero parameters."""
         parts = [f"noise {self.noise:g}"]
         for name, label in (
             ("leniency", "leniency"),
@@ -109,45 +112,65 @@ def _prefer(truth: PreferenceTruth | None, p: SimParameters, rng: np.random.Gene
     return "first" if rng.random() < p.position_bias else "tie"
 
 
-def simulated_answer(request: JudgeRequest, p: SimParameters, rng: np.random.Generator) -> str:
-    """The answer text for one request, in the format its prompt asks for."""
-    from recjudge_utils.protocols.answers.arena_verdicts import format_absolute, format_pairwise
-    from recjudge_utils.protocols.answers.json_levels import format_levels
-    from recjudge_utils.protocols.answers.saer_fields import format_list_label, format_set_verdict
+# What the judge decides per answer field, by the truth type the format answers from (the error model above).
+Decide = Callable[[Any, SimParameters, np.random.Generator, Sequence[str], AnswerFormat], dict[str, Any]]
 
+
+def _levels(
+    truth: ScoreTruth | None, p: SimParameters, rng: np.random.Generator, fields: Sequence[str], fmt: AnswerFormat
+) -> dict[str, int]:
+    neglect = rng.random() < p.context_neglect
+    values = {}
+    for f in fields:
+        t = None if truth is None else truth.level(f)
+        if t is None and truth is not None:
+            t = truth.level("score")
+        values[f] = _level(3.0 if t is None else float(t), p, rng, 1, 5, neglect or t is None)
+    return values
+
+
+def _preferences(
+    truth: PreferenceTruth | None, p: SimParameters, rng: np.random.Generator, fields: Sequence[str], fmt: AnswerFormat
+) -> dict[str, str]:
+    return {f: _prefer(truth, p, rng) for f in fields}
+
+
+def _list_scores(
+    truth: ListScoreTruth | None, p: SimParameters, rng: np.random.Generator, fields: Sequence[str], fmt: AnswerFormat
+) -> dict[str, float]:
+    neglect = rng.random() < p.context_neglect
+    centre = 0.5 if neglect or truth is None else truth.value
+    return {f: float(np.clip(centre + (p.leniency + p.noise * rng.standard_normal()) / 4.0, 0.0, 1.0)) for f in fields}
+
+
+def _labels(
+    truth: LabelTruth | None, p: SimParameters, rng: np.random.Generator, fields: Sequence[str], fmt: AnswerFormat
+) -> dict[str, str]:
+    neglect = rng.random() < p.context_neglect or truth is None
+    labels, level = (fmt.labels, 1) if truth is None else (truth.labels, truth.level)
+    return {f: labels[_level(float(level), p, rng, 0, len(labels) - 1, neglect)] for f in fields}
+
+
+_DECIDE: dict[type, Decide] = {
+    ScoreTruth: _levels,
+    PreferenceTruth: _preferences,
+    ListScoreTruth: _list_scores,
+    LabelTruth: _labels,
+}
+
+
+def simulated_answer(request: JudgeRequest, p: SimParameters, rng: np.random.Generator) -> str:
+    """The answer text for one request, in the format its prompt asks for (rendered by the format's registry entry)."""
     if rng.random() < p.unparseable:
         return UNPARSEABLE_ANSWER
-    truth = request.truth
-    fmt = request.answer_format
-    if fmt == "json_levels":
-        neglect = rng.random() < p.context_neglect
-        fields = _required(request) or ["score"]
-        score_truth = truth if isinstance(truth, ScoreTruth) else None
-        values = {}
-        for f in fields:
-            t = None if score_truth is None else score_truth.level(f)
-            if t is None and score_truth is not None:
-                t = score_truth.level("score")
-            values[f] = _level(3.0 if t is None else float(t), p, rng, 1, 5, neglect or t is None)
-        return format_levels(values)
-    if fmt in ("arena_pairwise", "saer_pairwise"):
-        pref = truth if isinstance(truth, PreferenceTruth) else None
-        if fmt == "saer_pairwise":
-            return format_set_verdict({"first": "Set 1", "second": "Set 2", "tie": "Tie"}[_prefer(pref, p, rng)])
-        words = {"first": "A wins", "second": "B wins", "tie": "Tie"}
-        return format_pairwise({key: words[_prefer(pref, p, rng)] for key in _required(request)})
-    if fmt == "json_list_score":
-        neglect = rng.random() < p.context_neglect
-        value = truth.value if isinstance(truth, ListScoreTruth) else 0.5
-        centre = 0.5 if neglect or not isinstance(truth, ListScoreTruth) else value
-        score = float(np.clip(centre + (p.leniency + p.noise * rng.standard_normal()) / 4.0, 0.0, 1.0))
-        return format_absolute(score)
-    if fmt == "saer_list_label":
-        labels = truth.labels if isinstance(truth, LabelTruth) else ("Poor Match", "Partial Match", "Good Match")
-        neglect = rng.random() < p.context_neglect or not isinstance(truth, LabelTruth)
-        level = truth.level if isinstance(truth, LabelTruth) else 1
-        return format_list_label(labels[_level(float(level), p, rng, 0, len(labels) - 1, neglect)])
-    raise ValueError(f"the simulated judge cannot answer format {fmt!r} (request {request.template_id})")
+    try:
+        fmt = answer_format(request.answer_format)
+    except KeyError:
+        raise ValueError(
+            f"the simulated judge cannot answer format {request.answer_format!r} (request {request.template_id})"
+        ) from None
+    truth = request.truth if isinstance(request.truth, fmt.truth) else None
+    return fmt.render(_DECIDE[fmt.truth](truth, p, rng, fmt.answer_fields(_required(request)), fmt))
 
 
 @register_backend("sim")
@@ -167,6 +190,7 @@ class SimulatedJudge(Backend):
         self.max_concurrency = 1
 
     def plan(self, request: JudgeRequest) -> Plan:
+        """The request's cache key: its messages, answer format and truth under these parameters."""
         params: dict[str, object] = {
             "model": self.api_model,
             "messages": [dict(m) for m in request.messages],
@@ -184,6 +208,7 @@ class SimulatedJudge(Backend):
     def complete_many(
         self, jobs: Sequence[Job], *, lookup: Lookup, deliver: Deliver, policy: RetryPolicy, stop: threading.Event
     ) -> None:
+        """Answer every job from its truth, one seeded generator per request."""
         for job in jobs:
             if stop.is_set():
                 return

@@ -111,13 +111,16 @@ class ArenaContext:
         return list(self._history.get(int(user), []))
 
     def profile(self, user: int) -> str:
+        """The user's profile as the prompt shows it."""
         return describe_profile(self._users.get(int(user)), self.dataset)
 
     def describe(self, item: int) -> str:
+        """An item as the prompt shows it: title and genres."""
         title, genres = self._items.get(int(item), (f"item {int(item)}", ""))
         return f"{title}, genres: {genres}" if genres else title
 
     def numbered(self, items: Sequence[int]) -> str:
+        """Items as a numbered list, or '(none)'."""
         if len(items) == 0:
             return "(none)"
         return "\n".join(f"{i}. {self.describe(it)}" for i, it in enumerate(items, start=1))

@@ -108,6 +108,7 @@ class Catalogue:
         return cls(titles=titles, categories=cats, brands=brands)
 
     def title(self, item: int) -> str:
+        """The item's title (``item N`` when the catalogue has none)."""
         return self.titles.get(int(item), f"item {int(item)}")
 
     def line(self, item: int, max_categories: int = 3) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, TypeAlias
 
-__all__ = ["FenceSpan", "ParseError", "extract_label", "fence_spans", "json_field_parser", "parse_json_object"]
+__all__ = ["FenceSpan", "ParseError", "extract_label", "fence_spans", "parse_json_object"]
 
 _FENCE = "```"
 # the info string after the opening fence (```json), then blanks and one newline; no character of it is a
@@ -324,23 +324,3 @@ def extract_label(value: Any, options: Sequence[str]) -> str:
         if num in opts:
             return num
     raise ParseError(f"label {value!r} is not one of {opts}")
-
-
-def json_field_parser(field: str, options: Sequence[str] | None = None) -> Callable[[str], dict]:
-    """A parser that requires ``field`` in the JSON object (and, with ``options``, a valid label).
-
-    The returned dict is the whole object with ``field`` normalised to the matching option string.
-    """
-
-    def parse(text: str) -> dict:
-        obj = parse_json_object(text)
-        if field not in obj:
-            keys = {k.lower(): k for k in obj if isinstance(k, str)}
-            if field.lower() not in keys:
-                raise ParseError(f"JSON object has no {field!r} field (keys: {sorted(map(str, obj))})")
-            obj[field] = obj.pop(keys[field.lower()])
-        if options is not None:
-            obj[field] = extract_label(obj[field], options)
-        return obj
-
-    return parse

@@ -2,7 +2,7 @@
 
 ``{"score": 4}`` for Base and LS, ``{"relevance": 4, "unexpectedness": 2, "score": 3}`` for CoT, one field per
 LtM step. Parsing is strict about the values (``4``, ``4.0`` and ``"4"`` pass; ``3.5``, ``"4/5"``, ``0``, ``6``
-fail) and tolerant about the JSON around them (code fences, prose: :func:`~recjudge_utils.judge.parsing.
+fail) and tolerant about the JSON around them (code fences, prose: :func:`~recjudge_utils.answer_formats.parsing.
 parse_json_object`). Anything else raises :class:`ParseError`: the answer is counted as unparsed, never imputed.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
-from recjudge_utils.judge.parsing import ParseError, parse_json_object
+from recjudge_utils.answer_formats.parsing import ParseError, parse_json_object
 
 __all__ = ["LEVELS", "format_levels", "levels_parser", "levels_schema", "parse_levels"]
 

@@ -20,11 +20,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from recjudge_utils.judge.parsing import ParseError, fence_spans
+from recjudge_utils.answer_formats.parsing import ParseError, fence_spans
 
 __all__ = [
     "ABSOLUTE_SCHEMA",
     "OVERALL",
+    "POSITION_OF_VERDICT",
     "VERDICTS",
     "aspect_key",
     "canonical_verdict",
@@ -34,10 +35,15 @@ __all__ = [
     "pairwise_json_schema",
     "parse_absolute",
     "parse_pairwise",
+    "render_absolute",
+    "render_pairwise",
 ]
 
 VERDICTS = ("A wins", "B wins", "Tie")
 OVERALL = "overall"
+#: the position of the list a verdict names: A is the list shown first
+POSITION_OF_VERDICT = {"A wins": "first", "B wins": "second", "Tie": "tie"}
+_VERDICT_OF_POSITION = {position: verdict for verdict, position in POSITION_OF_VERDICT.items()}
 
 
 def aspect_key(name: str) -> str:
@@ -194,6 +200,7 @@ def parse_pairwise(text: str | None, aspect_keys: Sequence[str]) -> dict[str, di
 
 
 def make_pairwise_parser(aspect_keys: Sequence[str]) -> Callable[[str], dict]:
+    """The strict parser of a pair-wise answer with verdicts for ``aspect_keys`` (and ``overall``)."""
     keys = tuple(aspect_keys)
 
     def parse(text: str) -> dict:
@@ -238,3 +245,13 @@ def format_pairwise(verdicts: Mapping[str, str], analysis: str = "Compared the t
 def format_absolute(score: float, analysis: str = "Judged the list for this user.") -> str:
     """An answer in the ``json_list_score`` format."""
     return json.dumps({"analysis": analysis, "score": round(float(score), 3)})
+
+
+def render_pairwise(positions: Mapping[str, str]) -> str:
+    """The ``arena_pairwise`` answer naming, per key, the position (first / second / tie) the judge prefers."""
+    return format_pairwise({key: _VERDICT_OF_POSITION[position] for key, position in positions.items()})
+
+
+def render_absolute(values: Mapping[str, float]) -> str:
+    """The ``json_list_score`` answer holding ``values["score"]``."""
+    return format_absolute(values["score"])

@@ -2,8 +2,9 @@
 
 An LLM backend never sees it (it is not part of the messages and not part of an LLM's cache key); the
 simulated judge (:mod:`recjudge_utils.judge.backends.sim`) answers from it, so the book can show what each
-protocol detects with a judge of known quality. The definitions per protocol live in
-:mod:`recjudge_utils.protocols.truth`; these are only the shapes.
+protocol detects with a judge of known quality. Each answer format names the truth type it answers from
+(:mod:`recjudge_utils.answer_formats`); the definitions per protocol live in :mod:`recjudge_utils.protocols.truth`;
+these are only the shapes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class ScoreTruth:
     levels: tuple[tuple[str, int], ...]
 
     def level(self, field: str) -> int | None:
+        """The true level of ``field`` (None when the pair carries none for it)."""
         return dict(self.levels).get(field)
 
 

@@ -13,13 +13,15 @@ more than a bounded amount per character, and each field value is normalised onc
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from recjudge_utils.judge.parsing import ParseError
-from recjudge_utils.metrics.pairwise import TIE
+from recjudge_utils.answer_formats.parsing import ParseError
 
 __all__ = [
     "CATEGORIES",
+    "LABELS_WORST_FIRST",
+    "POSITION_OF_SET",
     "PairwiseVerdict",
     "PointwiseVerdict",
     "format_list_label",
@@ -29,10 +31,17 @@ __all__ = [
     "parse_pairwise",
     "parse_pointwise",
     "parse_verdict",
+    "render_list_label",
+    "render_set_verdict",
 ]
 
 #: SAER's list labels, best first (as the prompts list them).
 CATEGORIES: tuple[str, ...] = ("Good Match", "Partial Match", "Poor Match")
+#: the same labels from worst to best (the ordinal order of a label truth)
+LABELS_WORST_FIRST: tuple[str, ...] = tuple(reversed(CATEGORIES))
+#: the position of the set a verdict names: Set 1 is the set shown first
+POSITION_OF_SET = {"Set 1": "first", "Set 2": "second", "Tie": "tie"}
+_SET_OF_POSITION = {position: verdict for verdict, position in POSITION_OF_SET.items()}
 
 
 _FIELD = re.compile(r"^[ \t>*_#-]*(REASONING|CATEGORY|FLAGGED ITEMS|VERDICT)[*_ \t]*:[*_]*[ \t]*(.*)$", re.I | re.M)
@@ -76,6 +85,8 @@ def _norm(value: str) -> str:
 
 @dataclass(frozen=True)
 class PointwiseVerdict:
+    """A parsed ``saer_list_label`` answer."""
+
     reasoning: str
     category: str
     flagged: tuple[int, ...]
@@ -154,14 +165,17 @@ def parse_pointwise(text: str, n_items: int = 10) -> PointwiseVerdict:
 
 @dataclass(frozen=True)
 class PairwiseVerdict:
+    """A parsed ``saer_pairwise`` answer."""
+
     reasoning: str
     verdict: str  # "Set 1" | "Set 2" | "Tie"
 
 
 def parse_verdict(value: str) -> str:
+    """Exactly one of Set 1 / Set 2 / Tie (case, markdown, "is better" / "wins" and a remark in brackets tolerated)."""
     first_line = value.strip().splitlines()[0] if value.strip() else ""
     norm = _norm(first_line)
-    table = {"set 1": "Set 1", "set 2": "Set 2", "tie": TIE, "set1": "Set 1", "set2": "Set 2"}
+    table = {"set 1": "Set 1", "set 2": "Set 2", "tie": "Tie", "set1": "Set 1", "set2": "Set 2"}
     if norm in table:
         return table[norm]
     m = re.fullmatch(r"(set ?[12]|tie)( is better| wins)?( \(.*\))?", norm)
@@ -192,3 +206,13 @@ def format_list_label(
 def format_set_verdict(verdict: str, reasoning: str = "Compared both sets with the history.") -> str:
     """An answer in the ``saer_pairwise`` format (``verdict`` is ``Set 1``, ``Set 2`` or ``Tie``)."""
     return f"REASONING: {reasoning}\nVERDICT: {verdict}"
+
+
+def render_list_label(values: Mapping[str, str]) -> str:
+    """The ``saer_list_label`` answer holding ``values["category"]``."""
+    return format_list_label(values["category"])
+
+
+def render_set_verdict(values: Mapping[str, str]) -> str:
+    """The ``saer_pairwise`` answer naming the position (first / second / tie) in ``values["verdict"]``."""
+    return format_set_verdict(_SET_OF_POSITION[values["verdict"]])

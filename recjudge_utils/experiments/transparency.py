@@ -1,0 +1,96 @@
+"""RecSys Arena's transparency experiment (Sec. 4.2.2, Fig. 5): can the judge see which features a model used?
+
+``run(judge, dataset, ArenaConfig(...))``: DeepFM is trained twice on chapter 3's split, with user features (age,
+gender, occupation, genres) and with user and item ids only (the paper's two models); both are judged pairwise, in
+both orders, on the Transparency aspect and overall, for the same judged users as
+:func:`recjudge_utils.experiments.arena.run` (same config, same seed), through the arena's own steps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments import arena
+from recjudge_utils.experiments.arena import ArenaConfig, ArenaPanel
+from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.judge.types import Judge
+from recjudge_utils.protocols.pairwise import games
+from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.training import train_or_load
+
+__all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyRun", "run"]
+
+#: the two DeepFM models (x with user features, y with ids only) and the parameters that make them differ
+TRANSPARENCY_MODELS = {"deepfm+features": {"use_side_features": True}, "deepfm-ids": {"use_side_features": False}}
+KEYS = ("transparency", OVERALL)
+
+
+@dataclass(kw_only=True)
+class TransparencyRun(Run):
+    """DeepFM with user features (x) against DeepFM with ids only (y), judged on Transparency and overall."""
+
+    experiment: ClassVar[str] = "arena_transparency"
+
+    config: ArenaConfig
+    panel: ArenaPanel
+    raw: pd.DataFrame  # one row per (user, order), with the judge's analyses
+    adjudicated: pd.DataFrame
+    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect (transparency, overall) and source
+
+    def results(self) -> list[Result]:
+        """Win % and Q (with CIs) of the features model per aspect and source."""
+        out = []
+        for r in self.outcomes.itertuples(index=False):
+            group = {"aspect": str(r.aspect), "source": str(r.source)}
+            out.append(result("win_pct", r.win, r.win_lo, r.win_hi, r.n, "95% Wilson", **group))
+            out.append(result("Q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% percentile bootstrap", **group))
+        return out
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """The transparency outcome for the features model, per user and order."""
+        raw = self.raw
+        return {
+            "pairwise": [
+                {"user": int(u), "order": str(o), "label": None if pd.isna(v) else str(v)}
+                for u, o, v in zip(raw["user"], raw["order"], raw["transparency"], strict=True)
+            ]
+        }
+
+
+def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> TransparencyRun:
+    """Train both DeepFM models, judge them against each other in both orders, and compute the tables' numbers."""
+    cfg = replace(config, aspects=("Transparency",), both_orders=True)
+    timings: dict[str, float] = {}
+    train, test = arena.split(dataset, cfg)
+    budget = training_budget("arena", cfg.train_budget).get("deepfm", {})
+    split = {"kind": "last_n", "n_test": cfg.n_test, "dataset": dataset.name}
+    models = {}
+    for name, extra in TRANSPARENCY_MODELS.items():
+        t0 = time.perf_counter()
+        models[name], _ = train_or_load(
+            "deepfm", train, dataset.items, split=split, seed=cfg.seed, params={**budget, **extra}, users=dataset.users
+        )
+        timings[f"train {name}"] = time.perf_counter() - t0
+    panel = arena.build_panel(dataset, models, train, test, cfg)
+    x, y = TRANSPARENCY_MODELS
+    comparisons = pd.DataFrame({"user": panel.users, "x": x, "y": y})
+    t0 = time.perf_counter()
+    raw, _ = arena.judge_comparisons(judge, panel, comparisons, cfg, with_analysis=True)
+    timings["judge pairwise"] = time.perf_counter() - t0
+    adjudicated = games(raw, KEYS)
+    return TransparencyRun(
+        config=config,
+        judge_name=judge.model_name,
+        data_label=dataset.display_label,
+        timings=timings,
+        panel=panel,
+        raw=raw,
+        adjudicated=adjudicated,
+        outcomes=arena.outcome_tables(raw, adjudicated, KEYS, cfg.sources, cfg.n_boot, cfg.seed),
+    )

@@ -1,0 +1,166 @@
+"""RecSys Arena's experiment (``arena.run``) and the transparency experiment (``transparency.run``) with the shared
+scripted judge: numbers equal to those of the code before the one-experiment-shape refactor (recorded from it), CIs
+as numbers, and what a position-biased judge shows."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments import arena, transparency
+from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.protocols.arena import resolve_aspects
+from recjudge_utils.reporting import arena as report
+
+RECOMMENDERS = ("fm", "pop", "random", "bprmf")
+
+
+def toy_dataset() -> Dataset:
+    """12 users with 18 interactions each over 30 items, and user attributes for the feature models."""
+    rng = np.random.default_rng(0)
+    rows = [
+        (u, int(i), 4.0, 1000 * u + t)
+        for u in range(1, 13)
+        for t, i in enumerate(rng.choice(np.arange(1, 31), 18, replace=False))
+    ]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    items = pd.DataFrame(
+        {
+            "item": range(1, 31),
+            "title": [f"M{i}" for i in range(1, 31)],
+            "genres": [["Drama"], ["Comedy"], ["Action", "Drama"]] * 10,
+        }
+    )
+    users = pd.DataFrame(
+        {
+            "user": range(1, 13),
+            "age": [18, 25, 35, 45] * 3,
+            "gender": ["M", "F"] * 6,
+            "occupation": ["writer", "artist", "student"] * 4,
+        }
+    )
+    return Dataset("toy", inter, items, users, label="toy", is_real=False, source="test")
+
+
+def evidence_judge(req: JudgeRequest) -> str:
+    """Follows the held-out evidence; on equal evidence names A for odd users (a position bias), else a tie;
+    Inspiration is always a tie; the absolute score is the held-out share."""
+    truth: object = req.truth
+    if req.template_id == "arena/absolute":
+        return json.dumps({"analysis": "ok", "score": round(truth.value, 3)})  # type: ignore[attr-defined]
+    first, second = truth.first, truth.second  # type: ignore[attr-defined]
+    user = int(req.metadata["user"])  # type: ignore[index,arg-type]
+    v = "A wins" if first > second else "B wins" if second > first else ("A wins" if user % 2 else "Tie")
+    keys = [k for k in req.json_schema["properties"] if k != OVERALL]  # type: ignore[index]
+    obj: dict[str, object] = {k: {"analysis": "fine", "verdict": "Tie" if k == "inspiration" else v} for k in keys}
+    obj[OVERALL] = v
+    return json.dumps(obj)
+
+
+def _ci_holds(frame: pd.DataFrame, value: str, low: str, high: str) -> None:
+    ok = frame[[value, low, high]].dropna()
+    assert len(ok) and ((ok[low] <= ok[value] + 1e-9) & (ok[value] <= ok[high] + 1e-9)).all()
+
+
+def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judge):
+    ds = toy_dataset()
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6)
+    run = arena.run(scripted_judge(evidence_judge), ds, config)
+    assert run.panel.users == [1, 3, 4, 5, 6, 8] and run.closest_pair == ("bprmf", "random")
+    assert set(run.timings) == {"train fm", "train pop", "train random", "train bprmf", "offline metrics"} | {
+        "judge pairwise",
+        "judge absolute",
+    }
+    assert run.offline["auc"].tolist() == pytest.approx(
+        [0.5215277777777777, 0.578125, 0.48333333333333334, 0.48819444444444443]
+    )
+    t2 = report.table2(run)
+    assert t2["source"].tolist() == ["x_first"] * 3 + ["y_first"] * 3 + ["adjudicated"] * 3
+    assert t2["x"].tolist() == ["pop", "random", "bprmf"] * 3
+    assert t2["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5, 0.75, 0.2, 0.2, 1.0, 0.6, 0.4])
+    assert t2["Q_lo"].tolist() == pytest.approx([0.4, 0.2, 0.0, 1 / 6, 0.0, 0.0, 1 / 3, 1 / 6, 0.0])
+    assert t2["Q_hi"].tolist() == pytest.approx([6.0, 5.0, 2.0, 3.0, 1.0, 1.0, 3.0, 1.5, 4 / 3])
+    assert t2["win"].tolist() == pytest.approx(
+        [50.0, 50.0, 100 / 3, 100 / 3, 100 / 6, 100 / 6, 100 / 3, 100 / 6, 100 / 6]
+    )
+    assert t2["win_lo"].iloc[0] == pytest.approx(18.76163064826506)
+    assert t2["rank"].tolist() == [1, 2, 3, 1, 2, 2, 1, 2, 3]
+    _ci_holds(run.outcomes, "Q", "Q_lo", "Q_hi")
+    _ci_holds(run.outcomes, "win", "win_lo", "win_hi")
+    # inspiration is a tie whatever the lists: Q = 1 for every model (Table 4)
+    assert (report.table4(run)["Q"] == 1.0).all()
+    close = report.close_pairs_table(run)
+    assert close["Q"].tolist() == pytest.approx([1.0, 0.5, 0.75])
+    pc = run.consistency.set_index(["x", "y"])
+    assert pc.loc[("all", "all"), "n_both_parsed"] == 24
+    assert pc.loc[("all", "all"), "consistency"] == pytest.approx(19 / 24)
+    assert pc.loc[("all", "all"), "a_wins_share"] == pytest.approx(14 / 24)
+    assert pc.loc[("all", "all"), "consistency_lo"] == pytest.approx(0.5952954674681133)
+    _ci_holds(run.consistency, "consistency", "consistency_lo", "consistency_hi")
+    assert run.correlation["r"].tolist() == pytest.approx([0.7749827960164102, 0.9290269772692432])
+    sep = run.separation.set_index("measure")
+    assert sep["difference"].tolist() == pytest.approx([0.004861111111111094, -0.06666666666666671, -0.2])
+    assert sep["low"].tolist() == pytest.approx([-0.11736111111111108, -1 / 3, -0.6])
+    assert sep["high"].tolist() == pytest.approx([0.125, 0.16749999999999557, 0.0])
+    _ci_holds(run.separation, "difference", "low", "high")
+    results = run.results()
+    assert len(results) == 28
+    for r in results:
+        if r.low is not None:
+            assert r.value is not None and r.high is not None and r.low <= r.value + 1e-9 <= r.high + 2e-9
+    assert len(run.items()["pairwise"]) == len(run.raw) == 4 * 6 * 2
+
+
+def test_single_order_has_no_adjudication_and_no_consistency(scripted_judge):
+    config = arena.ArenaConfig(
+        recommenders=RECOMMENDERS, baseline="fm", n_users=6, both_orders=False, absolute=False, n_boot=200
+    )
+    run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
+    assert set(run.raw["order"]) == {"x_first"} and run.adjudicated.empty and run.absolute.empty
+    assert report.table2(run)["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5])
+    consistency = next(r for r in run.results() if r.metric == "position_consistency")
+    assert consistency.value is None and consistency.low is None and consistency.n == 0
+    with pytest.raises(ValueError, match="not judged"):
+        report.versus_table(run, "adjudicated")
+
+
+def test_transparency_run_gives_the_numbers_of_the_old_code(scripted_judge):
+    ds = toy_dataset()
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6)
+    run = transparency.run(scripted_judge(evidence_judge), ds, config)
+    assert run.panel.users == [1, 3, 4, 5, 6, 8]
+    assert set(run.timings) == {"train deepfm+features", "train deepfm-ids", "judge pairwise"}
+    table = report.transparency_table(run)
+    assert table["aspect"].tolist() == ["transparency"] * 3 + [OVERALL] * 3
+    assert table["source"].tolist() == ["x_first", "y_first", "adjudicated"] * 2
+    assert table["Q"].tolist() == pytest.approx([5.0, 2.0, 2.5] * 2)
+    assert table["Q_lo"].tolist() == pytest.approx([1.0, 0.5, 0.75] * 2)
+    assert np.isinf(table["Q_hi"]).all()
+    _ci_holds(table, "win", "win_lo", "win_hi")
+    assert "analysis_transparency" in run.raw and len(report.transparency_examples(run)) == 2
+    assert {r.group["source"] for r in run.results()} == {"x_first", "y_first", "adjudicated"}
+
+
+def test_run_end_to_end_with_a_position_biased_judge(scripted_judge):
+    ds = toy_dataset()
+    keys = [aspect_key(a) for a in resolve_aspects()]
+    answer = json.dumps({**{k: {"analysis": "fine", "verdict": "A wins"} for k in keys}, OVERALL: "A wins"})
+    client = scripted_judge(lambda req: answer)
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=3, n_boot=200)
+    run = arena.run(client, ds, config)
+    # 3 vs FM + 1 close pair, 3 users, 2 orders; absolute for the 3 non-baseline models
+    assert len(run.raw) == 4 * 3 * 2 and len(run.absolute) == 3 * 3
+    t2 = report.table2(run).set_index(["source", "x"])
+    assert (t2.loc["x_first", "win"] == 100).all() and (t2.loc["y_first", "lose"] == 100).all()
+    assert (t2.loc["adjudicated", "tie"] == 100).all() and (t2.loc["adjudicated", "Q"] == 1.0).all()
+    assert run.consistency.iloc[0]["consistency"] == 0.0
+    assert set(report.table4(run)["x"]) == {"pop", "random", "bprmf"}
+    assert len(report.aspect_table(run)) == 7 * 3
+    assert report.unparsed_summary(run).set_index("judge").loc["absolute", "rate"] == 1.0  # fake answers no score
+    assert report.relative_vs_absolute(run)["absolute"].isna().all()
+    assert run.separation["measure"].iloc[0].startswith("AUC")

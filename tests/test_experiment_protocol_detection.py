@@ -1,0 +1,100 @@
+"""Chapter 5 (what the protocols detect) on the fixture data: it builds its panels with the chapters' own steps and
+configs, its simulated judges recover the truth where the error model says they must, and its results are numbers
+with CIs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge_utils.data import Dataset
+from recjudge_utils.data.standins import serendipity_proxy_from_movielens
+from recjudge_utils.experiments import protocol_detection as detect
+from recjudge_utils.experiments import saer
+
+SMALL = detect.DetectionConfig(
+    noise_levels=(0.0, 1.0),
+    coverage_sizes=(20,),
+    repeats=20,
+    n_boot=50,
+    power_sizes=(25, 50),
+    biases=(0.0, 0.4),
+    neglects=(0.0, 1.0),
+    arena_users=8,
+    saer_customers=6,
+    reeval_users=6,
+    reeval_noise=(0.0, 2.0),
+    user_sizes=(3, 5),
+)
+
+
+def movielens_like(n_users: int = 40, n_items: int = 60, per_user: int = 30) -> Dataset:
+    """Ratings 1-5 at increasing times over genre-tagged items: enough users for every chapter's split and sample."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(1, n_users + 1):
+        for t, i in enumerate(rng.choice(np.arange(1, n_items + 1), per_user, replace=False)):
+            rows.append((u, int(i), float(rng.integers(1, 6)), 10_000 * t + u))
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    genres = [["Drama"], ["Comedy"], ["Action", "Drama"], ["Horror"], ["Sci-Fi", "Comedy"]]
+    items = pd.DataFrame(
+        {"item": range(1, n_items + 1), "title": [f"Movie {i}" for i in range(1, n_items + 1)],
+         "genres": [genres[i % len(genres)] for i in range(n_items)]}
+    )  # fmt: skip
+    return Dataset("ml-100k", inter, items, None, label="MovieLens-like toy", is_real=False, source="test")
+
+
+@pytest.fixture(scope="module")
+def run() -> detect.DetectionRun:
+    dataset = movielens_like()
+    pairs = serendipity_proxy_from_movielens(dataset, n_pairs=120, min_per_level=1)
+    original = detect.saer_config
+    # chapter 4's cheap offline encoder instead of MiniLM: the test checks the wiring, not the embeddings
+    detect.saer_config = lambda c: dataclasses.replace(original(c), encoder="word-counts")  # type: ignore[assignment]
+    try:
+        return detect.run("sim", detect.DetectionData(pairs, dataset), SMALL)
+    finally:
+        detect.saer_config = original  # type: ignore[assignment]
+
+
+def test_the_chapters_configs_differ_only_where_the_chapter_names_it() -> None:
+    def changed(config: object, default: object) -> set[str]:
+        return {f.name for f in dataclasses.fields(config) if getattr(config, f.name) != getattr(default, f.name)}  # type: ignore[arg-type]
+
+    assert changed(detect.saer_config(SMALL), saer.SaerConfig()) <= {"n_customers", "prompt_versions"}
+    arena_cfg = detect.arena_config(SMALL)
+    assert changed(arena_cfg, dataclasses.replace(arena_cfg, n_users=2)) == {"n_users"}
+    assert arena_cfg.recommenders == ("random", "pop") and arena_cfg.aspects == ("Accuracy",)
+
+
+def test_a_perfect_simulated_judge_recovers_every_truth(run: detect.DetectionRun) -> None:
+    noise = run.noise.set_index("noise")
+    assert noise.loc[0.0, "mae"] == pytest.approx(noise.loc[0.0, "expected_mae"])
+    arena = run.arena[run.arena["bias"] == 0.0].set_index("protocol")
+    assert arena.loc["both orders, adjudicated", "win_rate"] == pytest.approx(arena.loc["truth", "win_rate"])
+    adv = run.saer.adversarial.set_index(["context_neglect", "outcome"])["share"]
+    assert adv[(0.0, "correct")] == 1.0
+    cons = run.saer.consistency.set_index("bias")["consistency"]
+    assert cons[0.0] == 1.0 and cons[0.4] < 1.0
+    gaps = run.reevaluation.gaps.set_index(["source", "metric"])
+    assert gaps.loc[("noise 0", "avg"), "gap"] == pytest.approx(gaps.loc[("truth", "avg"), "gap"])
+
+
+def test_results_are_numbers_with_their_intervals(run: detect.DetectionRun) -> None:
+    results = run.results()
+    assert {r.metric for r in results} == {"mae", "ci_coverage"}
+    for r in results:
+        assert r.value is not None and r.low is not None and r.high is not None
+        assert r.low - 1e-9 <= r.value <= r.high + 1e-9
+    assert set(run.timings) == {
+        "judge serendipity noise",
+        "judge ci coverage",
+        "judge template separation",
+        "judge arena position bias",
+        "judge saer protocols",
+        "judge reevaluation noise",
+    }
+    assert np.isfinite(run.separation.effect_size)

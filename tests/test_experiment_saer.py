@@ -1,0 +1,322 @@
+"""SAER's experiment (``saer.run``) with the shared scripted judge: numbers equal to those of the code before the
+one-experiment-shape refactor (recorded from it), CIs as numbers, and what the swap, the adversarial test and the
+copy check show about biased judges."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments import saer
+from recjudge_utils.experiments.saer import SaerConfig, sample_customers
+from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.protocols.context.saer import Catalogue
+from recjudge_utils.protocols.saer import few_shot_answers, load_template
+from recjudge_utils.reporting.paper import paper_table as _paper_table
+from recjudge_utils.reporting.saer import (
+    agreement_table,
+    copied_from_examples,
+    flagged_summary,
+    observations,
+    table1,
+    table2,
+    table3,
+    time_cost,
+    unparsed_summary,
+)
+
+DAY = 86400
+WORDS = "word-counts"  # the cheap offline encoder: no MiniLM in tests
+
+
+def paper_table(name: str) -> pd.DataFrame:
+    return _paper_table(f"saer_{name}")
+
+
+def _toy_items(n_items=40):
+    genres = ["Action", "Comedy", "Drama", "Horror"]
+    return pd.DataFrame(
+        {
+            "item": np.arange(1, n_items + 1),
+            "title": [f"Movie {i} ({1980 + i % 20})" for i in range(1, n_items + 1)],
+            "genres": [[genres[i % 4]] + ([genres[(i + 1) % 4]] if i % 3 == 0 else []) for i in range(1, n_items + 1)],
+        }
+    )
+
+
+def _toy_dataset(n_users=24, n_items=40, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(1, n_users + 1):
+        n = 6 + (u % 3) * 5
+        for j, it in enumerate(rng.choice(np.arange(1, n_items + 1), size=n, replace=False)):
+            rows.append((u, int(it), float(rng.integers(1, 6)), 1_000_000 + j * DAY + u))
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    return Dataset("toy", inter, _toy_items(n_items), None, label="toy (stand-in)", is_real=False, source="test")
+
+
+def _always_set_1(req):
+    if req.template_id.split("/")[-1].startswith("pointwise"):
+        return "REASONING: fine.\nCATEGORY: Partial Match\nFLAGGED ITEMS: 2"
+    return "REASONING: first looks better.\nVERDICT: Set 1"
+
+
+def _requests(client):
+    return [r for _, reqs in client.calls for r in reqs]
+
+
+def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_judge):
+    ds = _toy_dataset()
+    cfg = SaerConfig(
+        n_customers=9,
+        prompt_versions=("v1", "v3"),
+        main_version="v3",
+        n_boot=100,
+        pointwise_ablation=True,
+        encoder=WORDS,
+    )
+    client = scripted_judge(_always_set_1)
+    run = saer.run(client, ds, cfg)
+    # calls: pointwise 2 algs x 9 x 2 versions, pairwise 9 x 2 orders, adversarial 9 x 2 versions
+    assert len(_requests(client)) == 36 + 18 + 18
+    # requests grouped by template (prefix reuse): pointwise v3 -> pointwise v1 -> pairwise v3 (the swapped
+    # comparisons, then the v3 adversarial pairs on the same template) -> pairwise v1 (adversarial)
+    ids = [r.template_id for r in _requests(client)]
+    switches = [b for a, b in itertools.pairwise(ids) if a != b]
+    assert switches == ["saer/movies/pointwise_v1", "saer/movies/pairwise_v3", "saer/movies/pairwise_v1"]
+    # Table 1: everything Partial
+    t1 = table1(run)
+    assert t1.loc[t1["category"] == "Partial Match", "ours_%"].tolist() == [100.0, 100.0]
+    assert (t1["n_unparsed"] == 0).all()
+    assert t1["paper_SAER_%"].tolist() == paper_table("table1")["saer_pct"].tolist()
+    fl = flagged_summary(run)
+    assert fl["mean_flagged_per_list"].tolist() == [1.0, 1.0]
+    # Table 2: raw rates split 50/50 by position; the swap turns every pair into a tie
+    t2, metrics = table2(run)
+    raw, adj = t2.iloc[0], t2.iloc[1]
+    assert raw["cooccurrence_win_%"] == 50.0 and raw["embedding_win_%"] == 50.0
+    assert adj["tie_%"] == 100.0
+    assert metrics.iloc[0]["ours"].startswith("0/9")
+    assert (run.adjudicated["consistent"] == False).all()  # noqa: E712
+    # Table 3: "correct" exactly when the genuine list happened to be shown first
+    t3 = table3(run)
+    adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
+    expected = 100 * float((adv["genuine_position"] == 1).mean())
+    row = t3.loc[t3["evaluator"].str.endswith("(v3)")].iloc[0]
+    assert row["correct_%"] == pytest.approx(expected)
+    assert row["chose_Set_1_%"] == 100.0
+    assert t3["evaluator"].str.startswith("paper: Human").sum() == 2
+    # agreement: identical constant answers across versions -> full raw agreement, undefined kappa
+    ag = agreement_table(run)
+    pw = ag.loc[ag["task"] == "pointwise"].iloc[0]
+    assert pw["raw_agreement_%"] == 100.0 and np.isnan(pw["kappa_w"])
+    orders = ag.loc[ag["task"] == "pairwise"].iloc[0]
+    assert orders["raw_agreement_%"] == 0.0 and orders["kappa_w"] == pytest.approx(0.0)  # constant vs constant
+    tc = time_cost(run)
+    assert tc.iloc[0, 1].startswith("72 (72 fresh")
+    assert unparsed_summary(run)["unparsed"].sum() == 0
+
+
+def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
+    """A judge that prefers the set sharing more genres with the history is position-consistent;
+    garbage answers are counted as unparsed, never replaced."""
+    ds = _toy_dataset()
+    cat = Catalogue.from_items(ds.items)
+
+    def overlap(block, history_genres):
+        titles = re.findall(r"^\d+\. (Movie \d+)", block, re.M)
+        ids = [int(t.split()[1]) for t in titles]
+        return sum(len(set(cat.categories[i]) & history_genres) for i in ids)
+
+    def answer(req):
+        text = req.messages[-1]["content"]
+        hist = text.split("RECOMMENDATIONS")[0].split("SET 1")[0]
+        genres = {g for g in ("Action", "Comedy", "Drama", "Horror") if g in hist}
+        if "pointwise_v1" in req.template_id:
+            return "I think it is fine."  # unparseable
+        if req.template_id.split("/")[-1].startswith("pointwise"):
+            return "REASONING: ok\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
+        s1, s2 = text.split("SET 2")
+        a, b = overlap(s1.split("SET 1")[1], genres), overlap(s2, genres)
+        verdict = "Set 1" if a > b else "Set 2" if b > a else "Tie"
+        return f"REASONING: overlap {a} vs {b}\nVERDICT: {verdict}"
+
+    cfg = SaerConfig(n_customers=8, prompt_versions=("v1", "v3"), n_boot=100, pointwise_ablation=True, encoder=WORDS)
+    run = saer.run(scripted_judge(answer), ds, cfg)
+    adj = run.adjudicated
+    assert adj["consistent"].all()  # content-only judge: same verdict in both orders
+    pw = run.pointwise
+    v1 = pw.loc[pw["prompt_version"] == "v1"]
+    assert (v1["status"] == "unparsed").all() and v1["category"].isna().all()
+    summary = unparsed_summary(run).set_index(["task", "prompt_version"])
+    assert summary.loc[("pointwise", "v1"), "unparsed"] == 16
+    assert summary.loc[("pointwise", "v3"), "unparsed"] == 0
+    ag = agreement_table(run)
+    assert ag.loc[ag["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
+
+
+def test_sample_customers_stratified_and_seeded():
+    ds = _toy_dataset(n_users=30)
+    s = sample_customers(ds.interactions, 9, seed=1)
+    assert s["user"].is_unique and len(s) == 9
+    assert s["engagement"].value_counts().to_dict() == {"low": 3, "medium": 3, "high": 3}
+    pd.testing.assert_frame_equal(s, sample_customers(ds.interactions, 9, seed=1))
+    with pytest.raises(ValueError):
+        sample_customers(ds.interactions, 999)
+    with pytest.raises(ValueError):
+        SaerConfig(n_customers=1)
+    with pytest.raises(ValueError):
+        SaerConfig(prompt_versions=("v1",), main_version="v3")
+
+
+def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge):
+    tie_example = few_shot_answers(load_template("movies", "pairwise", "v3"))[-1]
+
+    def answer(req):
+        if req.template_id.split("/")[-1].startswith("pointwise"):
+            return "REASONING: my own words here.\nCATEGORY: Good Match\nFLAGGED ITEMS: None"
+        if req.template_id.endswith("_v3"):
+            return tie_example  # copies the explicit tie example verbatim
+        return "REASONING: short.\nVERDICT: Tie"
+
+    run = saer.run(
+        scripted_judge(answer),
+        _toy_dataset(),
+        SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50, pointwise_ablation=True, encoder=WORDS),
+    )
+    cp = copied_from_examples(run).set_index(["task", "prompt_version"])
+    col = "reusing_>=40_chars_of_an_example"
+    assert cp.loc[("pairwise", "v3"), col] == 8 and cp.loc[("adversarial", "v3"), col] == 4
+    assert cp.loc[("pointwise", "v3"), col] == 0
+    assert cp.loc[("adversarial", "v1"), "few_shot_answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
+    text = " ".join(observations(run))
+    assert "Both presentation orders agreed for 4 of 4" in text
+    assert "4 of the consistent verdicts were 'Tie' in both orders" in text
+
+
+def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path, scripted_judge):
+    data = pytest.importorskip("recjudge_utils.data")
+    folder = tmp_path / "amazon-beauty"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    cats = [["Beauty", "Hair Care", "Styling Tools"], ["Beauty", "Skin Care", "Serums"], ["Beauty", "Makeup", "Lips"]]
+    with gzip.open(folder / "reviews_Beauty_5.json.gz", "wt", encoding="utf-8") as fh:
+        for r in range(12):
+            for j, p in enumerate(rng.choice(20, size=6, replace=False)):
+                rec = {
+                    "reviewerID": f"R{r}",
+                    "asin": f"P{p:03d}",
+                    "overall": float(rng.integers(1, 6)),
+                    "unixReviewTime": 1_400_000_000 + j * DAY,
+                }
+                fh.write(json.dumps(rec) + "\n")
+    with gzip.open(folder / "meta_Beauty.json.gz", "wt", encoding="utf-8") as fh:
+        for p in range(20):
+            rec = {"asin": f"P{p:03d}", "categories": [cats[p % 3]]}
+            if p % 4:
+                rec["title"] = f"Product {p}"
+            if p % 2:
+                rec["brand"] = f"Brand{p % 5}"
+            fh.write(repr(rec) + "\n")
+    ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
+    client = scripted_judge(_always_set_1)
+    cfg = SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=50, pointwise_ablation=True, encoder=WORDS)
+    run = saer.run(client, ds, cfg)
+    assert run.panel.domain == "ecommerce" and "stand-in" not in run.data_label
+    assert {r.template_id.split("/")[1] for r in _requests(client)} == {"ecommerce"}
+    body = _requests(client)[0].messages[-1]["content"]
+    assert "Purchase history (reviewed 3-5 stars)" in body and "Recent searches: not available" in body
+    assert "Bought but disliked (reviewed 1-2 stars)" in body
+    # products without a title in the metadata are named by their ASIN, never given an invented title
+    assert any("untitled product P0" in r.messages[-1]["content"] for r in _requests(client))
+    assert len(table1(run)) == 6
+
+
+def truth_judge(req: JudgeRequest) -> str:
+    """Reads the truth, less well under the generic prompt v1: labels, the list with more held-out positives
+    (Set 1 on equal evidence: a position bias), the genuine list (a tie against some decoys)."""
+    truth: object = req.truth
+    meta = dict(req.metadata or {})
+    v1 = req.template_id.endswith("_v1")
+    if req.template_id.split("/")[-1].startswith("pointwise"):
+        level = truth.level  # type: ignore[attr-defined]
+        level = min(level + 1, 2) if v1 and int(meta["user"]) % 2 else level  # type: ignore[arg-type]
+        return f"REASONING: fine.\nCATEGORY: {truth.labels[level]}\nFLAGGED ITEMS: 2"  # type: ignore[attr-defined]
+    if meta.get("task") == "adversarial" and int(meta["decoy_user"]) % (2 if v1 else 3) == 0:  # type: ignore[arg-type]
+        return "REASONING: cannot tell.\nVERDICT: Tie"
+    first, second = truth.first, truth.second  # type: ignore[attr-defined]
+    return f"REASONING: compared.\nVERDICT: {'Set 1' if first >= second else 'Set 2'}"
+
+
+def _two_genre_items(n_items: int = 40) -> pd.DataFrame:
+    genres = ["Action", "Comedy", "Drama", "Horror"]
+    return pd.DataFrame(
+        {
+            "item": range(1, n_items + 1),
+            "title": [f"Movie {i}" for i in range(1, n_items + 1)],
+            "genres": [[genres[i % 4], genres[(i * 7) % 4]] for i in range(1, n_items + 1)],
+            "year": [1980 + i % 30 for i in range(1, n_items + 1)],
+        }
+    )
+
+
+def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judge):
+    inter = _toy_dataset().interactions
+    ds = Dataset("toy", inter, _two_genre_items(), None, label="toy (stand-in)", is_real=False, source="test")
+    cfg = SaerConfig(n_customers=9, n_boot=200, pointwise_ablation=True, encoder=WORDS)
+    run = saer.run(scripted_judge(truth_judge), ds, cfg)
+    assert run.panel.users == [24, 10, 14, 6, 1, 17, 3, 4, 2]
+    assert set(run.timings) == {
+        "load data",
+        "fit recommenders",
+        "judge pointwise",
+        "judge pairwise",
+        "judge adversarial",
+    }
+    assert run.panel.lists["co-occurrence"][24] == [24, 25, 32, 23, 31, 13, 19, 9, 1, 37]
+    assert run.panel.lists["embedding"][24] == [32, 24, 16, 4, 20, 12, 8, 36, 28, 10]
+    assert run.panel.hits["co-occurrence"] == {24: 0, 10: 1, 14: 0, 6: 1, 1: 2, 17: 1, 3: 1, 4: 0, 2: 2}
+    assert run.labels["pct"].tolist() == pytest.approx([200 / 9, 400 / 9, 300 / 9, 0.0, 400 / 9, 500 / 9])
+    assert run.labels["low"].round(1).tolist() == [6.3, 18.9, 12.1, 0.0, 18.9, 26.7]
+    assert run.verdicts["cooccurrence_win_%"].tolist() == pytest.approx([1300 / 18, 400 / 9])
+    assert run.verdicts["tie_%"].tolist() == pytest.approx([0.0, 500 / 9])
+    assert run.verdicts["tie_hi"].round(1).tolist() == [17.6, 81.1]
+    cons = run.position.loc["position consistency"]
+    assert (cons["count"], cons["n"]) == (4, 9) and cons["low"] == pytest.approx(18.87785210976645)
+    assert run.detection["correct_%"].tolist() == pytest.approx([600 / 9, 500 / 9, 500 / 9])
+    assert run.detection["chose_Set_1_%"].tolist() == pytest.approx([200 / 9, 100 / 9, 100 / 9])
+    ag = run.agreements
+    assert ag["kappa_w"].tolist() == pytest.approx(
+        [0.7945205479452054] * 2 + [1.0, 0.0] + [-0.15384615384615397] * 2 + [1.0]
+    )
+    assert ag["kappa_lo"].round(2).tolist() == [0.65, 0.65, 1.0, 0.0, -0.62, -0.62, 1.0]
+    assert ag["raw_lo"].round(1).tolist() == [50.0, 50.0, 100.0, 11.1, 21.9, 21.9, 100.0]
+    assert agreement_table(run)["kappa_95%_CI"].iloc[0] == "[0.65, 0.93]"
+    for frame, value, low, high in (
+        (run.labels, "pct", "low", "high"),
+        (run.verdicts, "tie_%", "tie_lo", "tie_hi"),
+        (run.detection, "correct_%", "correct_lo", "correct_hi"),
+        (run.agreements, "raw_agreement_%", "raw_lo", "raw_hi"),
+        (run.agreements, "kappa_w", "kappa_lo", "kappa_hi"),
+    ):
+        assert ((frame[low] <= frame[value] + 1e-9) & (frame[value] <= frame[high] + 1e-9)).all()
+    results = run.results()
+    assert [r.metric for r in results].count("label_pct") == 6 and len(results) == 16
+    for r in results:
+        assert r.low is not None and r.high is not None and r.value is not None and r.low <= r.value <= r.high
+    assert results[0].low == pytest.approx(6.322510711784671)  # a number, no longer a string rounded to 0.1
+    assert {k: len(v) for k, v in run.items().items()} == {"pointwise": 54, "pairwise": 18, "adversarial": 27}
+
+
+def test_config_checks_min_interactions_and_encoder():
+    with pytest.raises(ValueError, match="min_interactions"):
+        SaerConfig(min_interactions=5)
+    with pytest.raises(ValueError, match="encoder"):
+        SaerConfig(encoder="bert")
