@@ -18,9 +18,10 @@ from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.metrics.agreement import weighted_kappa
 from recjudge_utils.metrics.pairwise import q_value, wtl_summary
 from recjudge_utils.protocols.adversarial import adversarial_outcome
-from recjudge_utils.protocols.arena import PairwiseJudge, adjudicated_outcomes, resolve_aspects
+from recjudge_utils.protocols.arena import PairwiseJudge, resolve_aspects
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.context.saer import Catalogue, build_context
+from recjudge_utils.protocols.pairwise import games
 from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge
 from recjudge_utils.protocols.saer import load_template, pairwise_request, pointwise_request
 from recjudge_utils.protocols.truth import list_label_truth
@@ -77,7 +78,7 @@ def test_perfect_sim_adjudicated_q_equals_the_true_q(tmp_path):
     evidence = {m: {int(u): int(rng.integers(0, 3)) for u in users} for m in ("X", "Y")}
     comparisons = pd.DataFrame({"user": users, "x": "X", "y": "Y"})
     raw = PairwiseJudge(sim(tmp_path), ctx).judge(comparisons, recs, evidence=evidence)
-    adj = adjudicated_outcomes(raw, [OVERALL])
+    adj = games(raw, [OVERALL])
     true = [
         "win" if evidence["X"][u] > evidence["Y"][u] else "lose" if evidence["X"][u] < evidence["Y"][u] else "tie"
         for u in users

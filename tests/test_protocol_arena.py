@@ -19,19 +19,17 @@ from recjudge_utils.answer_formats.arena_verdicts import (
     parse_pairwise,
 )
 from recjudge_utils.answer_formats.parsing import ParseError
-from recjudge_utils.experiments.arena import arena_table
+from recjudge_utils.experiments.arena import arena_table, consistency_table
 from recjudge_utils.metrics.pairwise import adjudicate, q_value, wtl_summary
 from recjudge_utils.prompts import load_prompt
 from recjudge_utils.protocols.arena import (
     AbsoluteJudge,
     PairwiseJudge,
-    adjudicated_outcomes,
-    position_consistency,
     resolve_aspects,
 )
 from recjudge_utils.protocols.context import arena
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.pairwise import outcome_for_position
+from recjudge_utils.protocols.pairwise import games, outcome_for_position
 from recjudge_utils.reporting.paper import paper_table as _paper_table
 
 
@@ -249,9 +247,9 @@ def test_judge_both_orders_maps_back_and_measures_position_bias(items, train, us
     # the y_first request really shows Y's list as A
     req = always_a.calls[0][1][1]
     assert req.metadata["A"] == "Y" and "Movie 6 (" in req.messages[-1]["content"].split("System B are:")[0]
-    adj = adjudicated_outcomes(raw, [OVERALL])
+    adj = games(raw, [OVERALL])
     assert (adj[OVERALL] == "tie").all()
-    pc = position_consistency(raw)
+    pc = consistency_table(raw)
     overall = pc[pc["x"] == "all"].iloc[0]
     assert overall["consistency"] == 0.0 and overall["a_wins_share"] == 1.0
 
@@ -262,9 +260,9 @@ def test_judge_both_orders_maps_back_and_measures_position_bias(items, train, us
         )
 
     raw = PairwiseJudge(scripted_judge(prefers_x), ctx).judge(comparisons, recs)
-    adj = adjudicated_outcomes(raw, [OVERALL, "accuracy"])
+    adj = games(raw, [OVERALL, "accuracy"])
     assert (adj[OVERALL] == "win").all() and (adj["accuracy"] == "win").all()
-    assert position_consistency(raw).iloc[0]["consistency"] == 1.0
+    assert consistency_table(raw).iloc[0]["consistency"] == 1.0
 
 
 def test_unparsed_answers_are_kept_and_not_adjudicated(items, train, scripted_judge):
@@ -276,7 +274,7 @@ def test_unparsed_answers_are_kept_and_not_adjudicated(items, train, scripted_ju
     )
     assert list(raw["status"]) == ["parsed", "unparsed"]
     assert pd.isna(raw.iloc[1][OVERALL]) and "JSON" in raw.iloc[1]["reason"]
-    adj = adjudicated_outcomes(raw, [OVERALL])
+    adj = games(raw, [OVERALL])
     assert pd.isna(adj.iloc[0][OVERALL])
     row = wtl_summary(list(adj[OVERALL]))
     assert row["n"] == 0 and row["n_unjudged"] == 1

@@ -35,12 +35,11 @@ from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import sample_users, top_lists
 from recjudge_utils.judge.types import Judge
-from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table, pearson
-from recjudge_utils.metrics.pairwise import paired_difference, position_consistency, q_from_codes, wtl_summary
+from recjudge_utils.metrics.pairwise import paired_difference, q_from_codes, wtl_summary
 from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.pairwise import ORDERS, games
+from recjudge_utils.protocols.pairwise import ORDERS, games, position_summary
 from recjudge_utils.protocols.truth import heldout_hits
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.recommenders.base import Recommender
@@ -337,28 +336,10 @@ def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
     """Per comparison (x, y) and overall ("all"): how often both orders agree (``consistency`` with its Wilson CI,
     over games whose two orders were both parsed), how often the judge answers 'A wins' whatever A is
     (``a_wins_share``, over parsed answers) and the unparsed rate."""
-    cols = [f"{key}_x_first", f"{key}_y_first"]
-    adjudicated = games(raw, [key])
-    both = adjudicated.dropna(subset=cols) if len(adjudicated) else pd.DataFrame(columns=["x", "y", *cols])
-    groups = [("all", "all", both, raw)]
-    for (x, y), grp in both.groupby(["x", "y"], sort=False):
-        groups.append((x, y, grp, raw[(raw["x"] == x) & (raw["y"] == y)]))
-    rows = []
-    for x, y, grp, raw_grp in groups:
-        parsed = raw_grp[raw_grp["status"] == "parsed"]
-        agree, n = position_consistency(grp[cols[0]].tolist(), grp[cols[1]].tolist())
-        row = {
-            "x": x,
-            "y": y,
-            "n_both_parsed": n,
-            "consistency": agree / n if n else np.nan,
-            "a_wins_share": float((parsed[f"verdict_{key}"] == "A wins").mean()) if len(parsed) else np.nan,
-            "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
-        }
-        if n:
-            row["consistency_lo"], row["consistency_hi"] = wilson(agree, n)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    if raw.empty:
+        return pd.DataFrame(columns=["x", "y", "n_both_parsed", "consistency", "a_wins_share", "unparsed_rate"])
+    summary = position_summary(raw, key, first_verdict="A wins")
+    return summary.rename(columns={"first_share": "a_wins_share"})
 
 
 def separation(

@@ -75,7 +75,7 @@ class PromptSelectionRun(Run):
         return self.eval_pairs["g"].to_numpy(dtype=float)
 
     def results(self) -> list[Result]:
-        """Per template: MAE (bootstrap CI), accuracy (Wilson CI), kappa (asymptotic CI), unparsed; the selection."""
+        """Per template: MAE (bootstrap CI), accuracy (Wilson CI), kappa (bootstrap CI), unparsed; the selection."""
         out = []
         for t, r in self.summary.iterrows():
             boot = "95% percentile bootstrap"
@@ -87,7 +87,7 @@ class PromptSelectionRun(Run):
             )  # fmt: skip
             out.append(
                 result("kappa_qw", r["kappa_qw"], r.get("kappa_lo"), r.get("kappa_hi"), r["n_parsed"],
-                       "95% from the asymptotic SE (statsmodels cohens_kappa)", template=str(t))
+                       "95% percentile bootstrap", template=str(t))
             )  # fmt: skip
             out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
         out.append(result("selected", float(TEMPLATES.index(self.selected)), template=self.selected))

@@ -32,16 +32,14 @@ from recjudge_utils.answer_formats.truth import ListScoreTruth, PreferenceTruth
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.pairwise import Game, games, judge_games, position_summary
+from recjudge_utils.protocols.pairwise import Game, judge_games
 
 __all__ = [
     "OVERALL",
     "VERDICTS",
     "AbsoluteJudge",
     "PairwiseJudge",
-    "adjudicated_outcomes",
     "aspect_key",
-    "position_consistency",
     "render_messages",
     "resolve_aspects",
 ]
@@ -279,14 +277,3 @@ class AbsoluteJudge:
                 }
             )
         return pd.DataFrame(rows)
-
-
-def adjudicated_outcomes(raw: pd.DataFrame, keys: Sequence[str] = (OVERALL,)) -> pd.DataFrame:
-    """One row per (user, x, y): ``<key>_x_first``, ``<key>_y_first`` and the adjudicated ``<key>``."""
-    return games(raw, keys)
-
-
-def position_consistency(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
-    """Per comparison (x, y) and overall: how often the two orders agree (``consistency``), and how often the
-    judge says 'A wins' whatever A is (``a_wins_share``)."""
-    return position_summary(raw, key, first_verdict="A wins").rename(columns={"first_share": "a_wins_share"})

@@ -24,7 +24,8 @@ class HistoryModel(nn.Module):
     """``logits(history (B x L), items (B x C)) -> (B x C)``; index 0 of the history is padding."""
 
     @abstractmethod
-    def logits(self, history: torch.Tensor, items: torch.Tensor) -> torch.Tensor: ...
+    def logits(self, history: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """Logits (B x C) of the candidate ``items`` (B x C) given each row's padded ``history`` (B x L)."""
 
 
 class HistoryRecommender(Recommender):
@@ -48,7 +49,8 @@ class HistoryRecommender(Recommender):
         self.losses: list[float] = []
 
     @abstractmethod
-    def build_model(self, n_items: int) -> HistoryModel: ...
+    def build_model(self, n_items: int) -> HistoryModel:
+        """A fresh model over ``n_items`` items (ids 1..n_items, 0 pads); called inside the seeded fit."""
 
     def _fit(self, train: pd.DataFrame, items: pd.DataFrame | None) -> None:
         assert self.train_matrix is not None  # set by fit() before _fit()

@@ -24,6 +24,8 @@ from .fm import FM, FM_BUDGETS, FMModule
 
 
 class DeepFMModule(FMModule):
+    """FM parameters plus the MLP, its first layer split into a user part and an item part summed per pair."""
+
     def __init__(
         self, n_features: int, dim: int, n_user_fields: int, n_item_fields: int, hidden: Sequence[int]
     ) -> None:
@@ -73,6 +75,7 @@ class DeepFM(FM):
         self.hidden = tuple(hidden)
 
     def build_module(self, n_features: int) -> DeepFMModule:
+        """A :class:`DeepFMModule` with one first-layer input block per distinct user and item field."""
         n_uf = len(dict.fromkeys(self.user_fields))
         n_if = len(dict.fromkeys(self.item_fields))
         return DeepFMModule(n_features, self.dim, n_uf, n_if, self.hidden)
@@ -89,6 +92,7 @@ class DeepFM(FM):
         return u_own, u_sum, u_h, i_own, i_sum, i_h
 
     def pair_scores(self, u_idx: torch.Tensor, i_idx: torch.Tensor) -> torch.Tensor:
+        """Scores of aligned (user row, item column) pairs (1-D): FM score + MLP output."""
         assert self.module is not None  # built at the start of _fit
         u_own, u_sum, u_h, i_own, i_sum, i_h = self._sides(u_idx, i_idx)
         fm = self.module.w0 + u_own + i_own + (u_sum * i_sum).sum(-1)

@@ -28,11 +28,14 @@ from ._history import HistoryModel, HistoryRecommender
 
 
 def squash(s: torch.Tensor) -> torch.Tensor:
+    """Capsule squashing: keeps the direction of ``s`` (last dim) and maps its length n to n^2 / (1 + n^2)."""
     n2 = s.pow(2).sum(-1, keepdim=True)
     return n2 / (1 + n2) * s / torch.sqrt(n2 + 1e-9)
 
 
 class DESRModel(HistoryModel):
+    """DESR scorer: long-term mean, short-term routed capsule, and the serendipity direction between them."""
+
     def __init__(self, n_items: int, dim: int, short_len: int, routing_iters: int, beta: float) -> None:
         super().__init__()
         self.item_emb = nn.Embedding(n_items + 1, dim, padding_idx=0)
@@ -62,6 +65,7 @@ class DESRModel(HistoryModel):
         return long, v, ser
 
     def logits(self, history: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """``e_i . (l + v) + b_i + beta * e_i . s^`` per candidate (B x C): relevance plus serendipity alignment."""
         long, short, ser = self.interests(history)
         e = self.item_emb(items)
         rel = (e * (long + short)[:, None, :]).sum(-1) + self.item_bias(items).squeeze(-1)
@@ -89,4 +93,5 @@ class DESR(HistoryRecommender):
         self.short_len, self.routing_iters, self.beta = short_len, routing_iters, beta
 
     def build_model(self, n_items: int) -> DESRModel:
+        """A :class:`DESRModel` with this recommender's ``dim``, ``short_len``, ``routing_iters`` and ``beta``."""
         return DESRModel(n_items, self.dim, self.short_len, self.routing_iters, self.beta)

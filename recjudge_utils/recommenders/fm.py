@@ -157,6 +157,7 @@ class FM(Recommender):
 
     # subclasses (DeepFM) replace these two
     def build_module(self, n_features: int) -> FMModule:
+        """The :class:`FMModule` over ``n_features`` feature ids; DeepFM overrides this to add its MLP."""
         return FMModule(n_features, self.dim)
 
     def pair_scores(self, u_idx: torch.Tensor, i_idx: torch.Tensor) -> torch.Tensor:

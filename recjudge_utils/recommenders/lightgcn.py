@@ -63,6 +63,7 @@ class LightGCN(Recommender):
         self._final: torch.Tensor | None = None
 
     def propagate(self, adj: torch.Tensor) -> torch.Tensor:
+        """Final embeddings (users, then items): the mean of layers 0..n_layers of propagation by ``adj``."""
         assert self.embedding is not None  # created at the start of _fit
         e = self.embedding.weight
         layers = [e]

@@ -34,6 +34,8 @@ from ._history import HistoryModel, HistoryRecommender
 
 
 class PURSModel(HistoryModel):
+    """PURS scorer: self-attentive relevance plus a personalised factor times activated unexpectedness."""
+
     def __init__(self, n_items: int, dim: int, max_len: int, bandwidth: float, shift_iters: int) -> None:
         super().__init__()
         self.item_emb = nn.Embedding(n_items + 1, dim, padding_idx=0)
@@ -46,6 +48,7 @@ class PURSModel(HistoryModel):
         nn.init.zeros_(self.item_bias.weight)
 
     def encode(self, history: torch.Tensor) -> torch.Tensor:
+        """User vector ``h`` (B x d): self-attention over item + position embeddings, mean over non-pad slots."""
         mask = history > 0
         x = self.item_emb(history) + self.pos_emb(torch.arange(history.shape[1]))[None]
         pad = ~mask
@@ -55,6 +58,7 @@ class PURSModel(HistoryModel):
         return (a * m).sum(1) / m.sum(1).clamp(min=1)
 
     def unexpectedness(self, history: torch.Tensor, cand_emb: torch.Tensor) -> torch.Tensor:
+        """Mean distance (B x C) of each candidate embedding to the soft mean-shifted history embeddings."""
         mask = (history > 0).float()  # B x L
         pts = self.item_emb(history)  # B x L x d
         for _ in range(self.shift_iters):
@@ -65,6 +69,7 @@ class PURSModel(HistoryModel):
         return (dist * mask[:, None, :]).sum(-1) / mask.sum(-1, keepdim=True).clamp(min=1)
 
     def logits(self, history: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
+        """Utility ``r_ui + a_u * f(unexp_ui)``, ``f(x) = x * exp(-x)``, for every candidate (B x C)."""
         h = self.encode(history)
         e = self.item_emb(items)
         rel = (h[:, None, :] * e).sum(-1) + self.item_bias(items).squeeze(-1)
@@ -94,4 +99,5 @@ class PURS(HistoryRecommender):
         self.bandwidth, self.shift_iters = bandwidth, shift_iters
 
     def build_model(self, n_items: int) -> PURSModel:
+        """A :class:`PURSModel` with this recommender's ``dim``, ``max_len``, ``bandwidth`` and ``shift_iters``."""
         return PURSModel(n_items, self.dim, self.max_len, self.bandwidth, self.shift_iters)

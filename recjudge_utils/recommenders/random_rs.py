@@ -35,6 +35,7 @@ class RandomRS(Recommender):
         )
 
     def score(self, users: np.ndarray) -> np.ndarray:
+        """Random scores for every item, seeded per user id, so unseen users get random scores too (no fallback)."""
         if self.train_matrix is None:
             raise RuntimeError(f"{self.name}: call fit() before score()")
         users = np.asarray(users)

@@ -35,6 +35,7 @@ def ratings_figure(ds: Dataset) -> Figure:
 
 
 def judgment_lines(result: JudgeResult[dict[str, int]], judge_name: str) -> list[str]:
+    """Text lines for one judgment: judge, status, value, reason, raw answer, label probabilities if any."""
     lines = [
         f"judge: {judge_name}",
         f"status: {result.status} | parsed value: {result.value} | reason: {result.reason}",

@@ -44,6 +44,7 @@ def _done(fig: Figure) -> Figure:
 
 
 def noise_figure(table: pd.DataFrame) -> Figure:
+    """MAE with CI against the MAE the error model implies (left), accuracy and kappa (right), by noise."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     ax = axes[0]
     ax.errorbar(
@@ -68,6 +69,7 @@ def noise_figure(table: pd.DataFrame) -> Figure:
 
 
 def noise_lines(table: pd.DataFrame) -> list[str]:
+    """One line per noise level: MAE with CI, whether the implied MAE is inside it, accuracy and kappa."""
     out = []
     for r in table.itertuples():
         inside = r.mae_lo <= r.expected_mae <= r.mae_hi
@@ -80,6 +82,7 @@ def noise_lines(table: pd.DataFrame) -> list[str]:
 
 
 def coverage_figure(table: pd.DataFrame) -> Figure:
+    """Share of 95% CIs holding the truth, by sample size (log scale) and interval, against nominal 95%."""
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for name, grp in table.groupby("interval", sort=False):
         ax.errorbar(
@@ -101,6 +104,7 @@ def coverage_figure(table: pd.DataFrame) -> Figure:
 
 
 def coverage_lines(table: pd.DataFrame) -> list[str]:
+    """Population MAE and accuracy, then per sample size and interval: coverage vs 95% and mean width."""
     true_mae, true_acc = table.attrs["true_mae"], table.attrs["true_acc"]
     out = [f"population (all pairs): MAE {true_mae:.3f}, 3-class accuracy {100 * true_acc:.1f}%"]
     for r in table.itertuples():
@@ -114,6 +118,7 @@ def coverage_lines(table: pd.DataFrame) -> list[str]:
 
 
 def separation_figure(sep: Separation) -> Figure:
+    """Simulated power to separate the paper's two MAEs by pair count, with statsmodels' power curve."""
     t = sep.table
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     ax.errorbar(
@@ -141,6 +146,7 @@ def separation_figure(sep: Separation) -> Figure:
 
 
 def separation_lines(sep: Separation) -> list[str]:
+    """The two templates' noises and MAEs, the standardised effect, and the pairs needed for 80% power."""
     return [
         f"two simulated templates with noise {sep.noises[0]:.2f} and {sep.noises[1]:.2f} reach MAE "
         f"{sep.maes[0]:.3f} and {sep.maes[1]:.3f} on these pairs (the paper's CoT and LtM: {PAPER_MAES[0]} and "
@@ -152,6 +158,7 @@ def separation_lines(sep: Separation) -> list[str]:
 
 
 def arena_figure(table: pd.DataFrame) -> Figure:
+    """Win rate (left) and Q (right) of the tested model as position bias grows, per protocol and the truth."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     styles = {"truth": "k--", "single order (paper)": "o-", "both orders, adjudicated": "s-"}
     for ax, metric, label in ((axes[0], "win_rate", "win rate of the tested model (ties half)"), (axes[1], "Q", "Q")):
@@ -167,6 +174,7 @@ def arena_figure(table: pd.DataFrame) -> Figure:
 
 
 def arena_lines(table: pd.DataFrame) -> list[str]:
+    """True tie share and Q, then per bias the single-order and adjudicated Q with their error vs the truth."""
     piv = table.pivot(index="bias", columns="protocol", values="Q")
     truth = float(piv["truth"].iloc[0])
     out = [
@@ -183,6 +191,7 @@ def arena_lines(table: pd.DataFrame) -> list[str]:
 
 
 def saer_figure(det: SaerDetection) -> Figure:
+    """Adversarial-pair outcomes vs context neglect (left), swap consistency vs position bias (right)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     adv = det.adversarial
     ax = axes[0]
@@ -217,6 +226,7 @@ def saer_figure(det: SaerDetection) -> Figure:
 
 
 def adjudication_figure(det: SaerDetection) -> Figure:
+    """Label shares under the strict merge (left) and verdict shares under the conservative merge (right)."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     sns.barplot(data=det.labels, x="label", y="share", hue="labels", ax=axes[0])
     axes[0].set_title(f"Pointwise labels: strict merge (harsher wins) vs truth ({SIM})", fontsize=10)
@@ -228,6 +238,7 @@ def adjudication_figure(det: SaerDetection) -> Figure:
 
 
 def saer_lines(det: SaerDetection) -> list[str]:
+    """Detection per context neglect, swap consistency per bias, and Poor Match / Tie shares after merging."""
     adv = det.adversarial
     correct = adv[adv["outcome"] == "correct"].set_index("context_neglect")["share"]
     out = [
@@ -257,6 +268,7 @@ def saer_lines(det: SaerDetection) -> list[str]:
 
 
 def reevaluation_figure(det: ReevalDetection) -> Figure:
+    """Avg.Score@20 and P_ser@20 gaps (with CI) between the two recommenders per judge, vs the true gap."""
     a, b = det.gaps.attrs["recommenders"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     gaps = det.gaps.copy()
@@ -282,6 +294,7 @@ def reevaluation_figure(det: ReevalDetection) -> Figure:
 
 
 def ordering_figure(det: ReevalDetection) -> Figure:
+    """Share of samples ordering the two recommenders as the truth does, by judged users, per metric."""
     a, b = det.gaps.attrs["recommenders"]
     g = sns.relplot(
         data=det.ordering,
@@ -303,6 +316,7 @@ def ordering_figure(det: ReevalDetection) -> Figure:
 
 
 def reevaluation_lines(det: ReevalDetection) -> list[str]:
+    """Each gap with its CI (and whether it excludes 0), then the judged users needed for 95% correct order."""
     a, b = det.gaps.attrs["recommenders"]
     out = [f"{det.gaps.attrs['users']} judged users, {det.gaps.attrs['pairs']} distinct (user, item) pairs; {a} - {b}:"]
     for r in det.gaps.itertuples():

@@ -57,6 +57,7 @@ USAGE_FILE = "usage.json"
 
 
 def judge_kind(model_name: str) -> str:
+    """``"simulated"`` for the simulated judge's model name, else ``"llm"`` (the book keeps the two apart)."""
     return "simulated" if model_name.startswith(SIM_PREFIX) else "llm"
 
 

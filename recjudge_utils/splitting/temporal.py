@@ -106,6 +106,7 @@ class UnseenReport:
     users_unseen: int
 
     def as_dict(self) -> dict[str, int]:
+        """The five counts as a ``{field name: count}`` dict."""
         return dict(self.__dict__)
 
 
