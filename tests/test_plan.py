@@ -17,7 +17,7 @@ from recjudge_utils.judge.planning import JUDGE_FILE, PLAN_FILE, SAMPLES_FILE, C
 from recjudge_utils.judge.profiles import load_profile, open_judge
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.paths import project_root
-from recjudge_utils.recommenders import make_recommender
+from recjudge_utils.recommenders import make_recommender, training
 from recjudge_utils.recommenders.artifacts import ArtifactStore, compute_log
 from recjudge_utils.recommenders.plan_standin import (
     METHODS_FILE,
@@ -25,7 +25,6 @@ from recjudge_utils.recommenders.plan_standin import (
     fit_or_stand_in,
     planning_without_training,
 )
-from recjudge_utils.recommenders.training import train_or_load
 
 ROOT = project_root()
 
@@ -62,7 +61,8 @@ def methods(folder: Path) -> list[dict[str, str]]:
 def test_plan_mode_without_artifacts_trains_and_stores_nothing(plan_mode: Path, isolated_runs: Path) -> None:
     store = ArtifactStore()
     before = (store.count(), len(compute_log()))
-    model, loaded = train_or_load("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    fitted = training.train("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    model, loaded = fitted.model, fitted.loaded
     assert planning_without_training() and not loaded
     assert isinstance(model, StandInRecommender)
     assert (store.count(), len(compute_log())) == before == (0, 0)
@@ -103,10 +103,12 @@ def test_reevaluation_in_plan_mode_tunes_nothing(
 
 def test_plan_mode_uses_stored_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ArtifactStore()
-    trained, _ = train_or_load("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    fitted = training.train("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    trained, _ = fitted.model, fitted.loaded
     count = store.count()
     monkeypatch.setenv("RECJUDGE_PLAN", str(tmp_path))
-    loaded_model, loaded = train_or_load("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    fitted = training.train("bprmf", toy(), None, split={"kind": "toy"}, params={"epochs": 1}, store=store)
+    loaded_model, loaded = fitted.model, fitted.loaded
     assert loaded and not isinstance(loaded_model, StandInRecommender)
     users = np.arange(10)
     assert (loaded_model.recommend(users, k=5) == trained.recommend(users, k=5)).all()
@@ -121,7 +123,8 @@ def test_stand_in_lists_differ_between_models(plan_mode: Path) -> None:
     users = np.arange(30)
     lists = []
     for name, params in specs:
-        model, _ = train_or_load(name, train, toy_items(), split=split, params=params)
+        fitted = training.train(name, train, toy_items(), split=split, params=params)
+        model, _ = fitted.model, fitted.loaded
         assert isinstance(model, StandInRecommender)
         recs = model.recommend(users, k=5)
         assert recs.shape == (30, 5)
@@ -132,7 +135,9 @@ def test_stand_in_lists_differ_between_models(plan_mode: Path) -> None:
             same = [set(lists[a][u]) == set(lists[b][u]) for u in range(len(users))]
             assert not any(same), (specs[a], specs[b])
     # a user unseen in training gets the stand-in's own list, not the popularity fallback shared by all models
-    unseen = [train_or_load(n, train, toy_items(), split=split, params=p)[0].recommend([999], k=5) for n, p in specs]
+    unseen = [
+        training.train(n, train, toy_items(), split=split, params=p).model.recommend([999], k=5) for n, p in specs
+    ]
     assert len({tuple(r[0]) for r in unseen}) == len(specs)
 
 

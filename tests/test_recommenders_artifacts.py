@@ -6,9 +6,9 @@ from __future__ import annotations
 import optuna
 import pandas as pd
 
-from recjudge_utils.recommenders import SEARCH_SPACES
+from recjudge_utils.recommenders import SEARCH_SPACES, training
 from recjudge_utils.recommenders.artifacts import ArtifactStore, code_hash, dataset_fingerprint, function_hash
-from recjudge_utils.recommenders.training import train_or_load, tune
+from recjudge_utils.recommenders.training import tune
 
 
 def toy(n_users: int = 12, n_items: int = 10) -> pd.DataFrame:
@@ -20,15 +20,20 @@ def test_second_training_loads_the_stored_model_and_changes_retrain(tmp_path):
     store = ArtifactStore(tmp_path / "artifacts")
     train = toy()
     split = {"kind": "toy"}
-    a, loaded_a = train_or_load("bprmf", train, None, split=split, params={"epochs": 1}, store=store)
-    b, loaded_b = train_or_load("bprmf", train, None, split=split, params={"epochs": 1}, store=store)
+    fitted = training.train("bprmf", train, None, split=split, params={"epochs": 1}, store=store)
+    a, loaded_a = fitted.model, fitted.loaded
+    fitted = training.train("bprmf", train, None, split=split, params={"epochs": 1}, store=store)
+    b, loaded_b = fitted.model, fitted.loaded
     assert not loaded_a and loaded_b and store.count("models") == 1
     assert (a.recommend([0, 1], k=3) == b.recommend([0, 1], k=3)).all()
-    _, loaded = train_or_load("bprmf", train, None, split=split, params={"epochs": 2}, store=store)
+    fitted = training.train("bprmf", train, None, split=split, params={"epochs": 2}, store=store)
+    _, loaded = fitted.model, fitted.loaded
     assert not loaded  # other parameters, another artifact
-    _, loaded = train_or_load("bprmf", train.iloc[1:], None, split=split, params={"epochs": 1}, store=store)
+    fitted = training.train("bprmf", train.iloc[1:], None, split=split, params={"epochs": 1}, store=store)
+    _, loaded = fitted.model, fitted.loaded
     assert not loaded  # other data
-    _, loaded = train_or_load("bprmf", train, None, split=split, params={"epochs": 1}, seed=1, store=store)
+    fitted = training.train("bprmf", train, None, split=split, params={"epochs": 1}, seed=1, store=store)
+    _, loaded = fitted.model, fitted.loaded
     assert not loaded  # another seed
     assert store.count("models") == 4
     # every artifact says what it is

@@ -12,7 +12,7 @@ import pytest
 from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.artifacts import ArtifactStore
 from recjudge_utils.recommenders.plan_standin import PLAN_ENV, StandInRecommender
-from recjudge_utils.recommenders.training import Tuning, train, train_or_load
+from recjudge_utils.recommenders.training import Tuning, train
 
 
 def toy(n_users: int = 12, n_items: int = 10) -> pd.DataFrame:
@@ -40,9 +40,10 @@ def test_tuned_model_is_stored_and_loaded_without_refit(tmp_path: Path, monkeypa
     assert second.loaded and second.tuning is not None and second.tuning.params == first.tuning.params
     users = np.arange(12)
     assert (second.model.recommend(users, k=3) == first.model.recommend(users, k=3)).all()
-    # the same model with fixed parameters is another artifact, and train_or_load is train without tuning
+    # the same model with fixed parameters is another artifact, trained without tuning
     monkeypatch.undo()
-    model, loaded = train_or_load("kfn", toy(), None, split={"kind": "toy"}, store=store)
+    fitted = train("kfn", toy(), None, split={"kind": "toy"}, store=store)
+    model, loaded = fitted.model, fitted.loaded
     fixed = train("kfn", toy(), None, split={"kind": "toy"}, store=store)
     assert not loaded and fixed.loaded and fixed.tuning is None and store.count("models") == 1
     assert (model.recommend(users, k=3) == fixed.model.recommend(users, k=3)).all()

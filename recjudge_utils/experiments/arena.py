@@ -41,10 +41,9 @@ from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.pairwise import ORDERS, games, position_summary
 from recjudge_utils.protocols.truth import heldout_hits
-from recjudge_utils.recommenders import DISPLAY_NAMES
+from recjudge_utils.recommenders import DISPLAY_NAMES, training
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
-from recjudge_utils.recommenders.training import train_or_load
 from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
@@ -214,7 +213,7 @@ def train_models(
     seconds: dict[str, float] = {}
     for name in names:
         t0 = time.perf_counter()
-        models[name], loaded = train_or_load(
+        fitted = training.train(
             name,
             train,
             dataset.items,
@@ -223,8 +222,9 @@ def train_models(
             params=budget.get(name, {}),
             users=dataset.users,
         )
+        models[name] = fitted.model
         seconds[name] = time.perf_counter() - t0
-        how = "loaded the stored model of" if loaded else "trained"
+        how = "loaded the stored model of" if fitted.loaded else "trained"
         print(f"{how} {DISPLAY_NAMES.get(name, name)} in {seconds[name]:.1f} s")
     return models, seconds
 

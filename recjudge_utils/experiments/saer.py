@@ -53,8 +53,8 @@ from recjudge_utils.protocols.saer import (
     set_position,
 )
 from recjudge_utils.protocols.truth import heldout_hits, list_label_truth
+from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.base import Recommender
-from recjudge_utils.recommenders.training import train_or_load
 
 __all__ = [
     "ALGORITHMS",
@@ -185,14 +185,14 @@ def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> t
 
 def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Recommender]:
     """The paper's two algorithms fitted on ``visible`` (or loaded, or in plan mode stood in for) through the one
-    training path, :func:`~recjudge_utils.recommenders.training.train_or_load`."""
+    training path, :func:`~recjudge_utils.recommenders.training.train`."""
     split = {"kind": "saer_heldout", "heldout": config.heldout, "dataset": dataset.name}
     models = {}
     for alg, (key, params) in SAER_MODELS.items():
         extra = ENCODERS[config.encoder] if key == "embedding" else {}
-        models[alg], _ = train_or_load(
+        models[alg] = training.train(
             key, visible, dataset.items, split=split, seed=config.seed, params={**params, **extra}
-        )
+        ).model
     return models
 
 

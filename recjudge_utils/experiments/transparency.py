@@ -21,8 +21,8 @@ from recjudge_utils.experiments.arena import ArenaConfig, ArenaPanel
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.protocols.pairwise import games
+from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.budgets import training_budget
-from recjudge_utils.recommenders.training import train_or_load
 
 __all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyRun", "run"]
 
@@ -73,9 +73,9 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> TransparencyRun:
     models = {}
     for name, extra in TRANSPARENCY_MODELS.items():
         t0 = time.perf_counter()
-        models[name], _ = train_or_load(
+        models[name] = training.train(
             "deepfm", train, dataset.items, split=split, seed=cfg.seed, params={**budget, **extra}, users=dataset.users
-        )
+        ).model
         timings[f"train {name}"] = time.perf_counter() - t0
     panel = arena.build_panel(dataset, models, train, test, cfg)
     x, y = TRANSPARENCY_MODELS

@@ -6,8 +6,7 @@ the item metadata to all; torch on one thread, see :func:`recjudge_utils.recomme
 optionally tunes it first (:class:`Tuning`: a seeded TPE search on validation Recall@k), and keeps the result in the
 artifact store (:mod:`recjudge_utils.recommenders.artifacts`), so a second run (another judge) trains nothing. In
 plan mode nothing is trained, tuned or stored: a model that is not stored is a cheap fit or a stand-in
-(:mod:`recjudge_utils.recommenders.plan_standin`). :func:`train_or_load` is the same path for callers that only
-want ``(model, loaded)``.
+(:mod:`recjudge_utils.recommenders.plan_standin`).
 
 Tuning (paper: 100 TPE trials per RS per fold) fits the recommender ``n_trials`` times with parameters proposed by a
 seeded ``TPESampler`` from the search space the recommender registered (``SEARCH_SPACES[name]``), scores each fit by
@@ -49,7 +48,6 @@ __all__ = [
     "build_recommender",
     "fit_recommender",
     "train",
-    "train_or_load",
     "training_frame",
     "tune",
     "validation_recall",
@@ -266,22 +264,3 @@ def train(
         stand_in=lambda: TuneResult(name, dict(fixed), float("nan"), 0, 0.0, stand_in()),
     )
     return Trained(name, result.model, loaded, result)
-
-
-def train_or_load(
-    name: str,
-    positives: pd.DataFrame,
-    items: pd.DataFrame | None,
-    *,
-    split: Mapping[str, Any],
-    seed: int = 0,
-    params: dict[str, Any] | None = None,
-    users: pd.DataFrame | None = None,
-    ratings: pd.DataFrame | None = None,
-    store: ArtifactStore | None = None,
-) -> tuple[Recommender, bool]:
-    """:func:`train` with fixed parameters, as (model, loaded)."""
-    trained = train(
-        name, positives, items, split=split, seed=seed, params=params, users=users, ratings=ratings, store=store
-    )
-    return trained.model, trained.loaded
