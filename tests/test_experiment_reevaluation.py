@@ -252,18 +252,19 @@ def test_run_results_hold_numeric_cis_and_the_earlier_numbers(scripted_judge):
     with_ci = [r for r in results if r.low is not None]
     assert len(with_ci) == 4 * 5 and all(r.low <= r.value <= r.high for r in with_ci)
     got = {(r.metric, r.group["rs"]): (r.value, r.low, r.high, r.n) for r in results if r.metric in ("p_acc", "p_ser")}
-    # the numbers run_reevaluation + reporting.results gave at the same parameters (commit a6af0c5)
+    # the numbers run_reevaluation + reporting.results gave at the same parameters (commit a6af0c5), except the
+    # tuned UAUM's (and through the judged pool Random's P_ser): TPE has been seeded per trial since issue 23
     assert got == {
         ("p_acc", "pop"): pytest.approx((5.780423280423281, 3.649801587301588, 8.357741780922897, 55)),
         ("p_ser", "pop"): pytest.approx((20.0, 10.0, 30.0, 6)),
         ("p_acc", "random"): pytest.approx((7.57936507936508, 5.2994227994228, 10.203040935672517, 55)),
-        ("p_ser", "random"): pytest.approx((13.333333333333336, 10.0, 20.0, 6)),
+        ("p_ser", "random"): pytest.approx((16.666666666666668, 10.0, 20.0, 6)),
         ("p_acc", "kfn"): pytest.approx((10.542328042328043, 7.396547619047622, 13.578965053763445, 55)),
         ("p_ser", "kfn"): pytest.approx((36.666666666666664, 24.975, 53.333333333333336, 6)),
-        ("p_acc", "uaum"): pytest.approx((9.854497354497356, 6.450168067226891, 13.031922043010754, 55)),
-        ("p_ser", "uaum"): pytest.approx((30.0, 21.95, 40.0, 6)),
+        ("p_acc", "uaum"): pytest.approx((9.854497354497354, 6.2650000000000015, 13.028588709677422, 55)),
+        ("p_ser", "uaum"): pytest.approx((26.666666666666668, 20.0, 30.0, 6)),
     }
-    assert [f["kfn"].tuning.params for f in res.fitted] == [{"k": 77, "min_overlap": 8}] * 2
+    assert [f["kfn"].tuning.params for f in res.fitted] == [{"k": 56, "min_overlap": 8}] * 2
     assert res.experiment == "reevaluation" and res.data_label == "toy [STAND-IN]"
     assert set(res.timings) == {"split folds", "judge recommendations", "summarise metrics"} | {
         f"train {name}" for name in cfg.recommenders

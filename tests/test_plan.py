@@ -91,7 +91,7 @@ def test_reevaluation_in_plan_mode_tunes_nothing(
     assert not isinstance(models["pop"], StandInRecommender)  # Pop learns nothing: fitted, exact lists
     assert isinstance(models["bprmf"], StandInRecommender) and isinstance(models["kfn"], StandInRecommender)
     assert ArtifactStore().count() == 0 and compute_log() == []
-    assert not (plan_mode / "optuna.sqlite").exists()
+    assert not (plan_mode / "optuna.sqlite").exists() and not (plan_mode / "optuna.log").exists()
     recorded = methods(plan_mode)
     assert {(m.get("model"), m.get("method")) for m in recorded if "model" in m} == {
         ("pop", "fitted"),

@@ -10,11 +10,14 @@
     python -m recjudge_utils.book replay runs/gpt.recjudge.jsonl.gz      # rebuild that run: no key, no network
     python -m recjudge_utils.book list                                   # the judges, every notebook's parameters
     python -m recjudge_utils.book params                                 # notebooks/params/paper/*.yaml
+    python -m recjudge_utils.book tune --storage journal:///shared/optuna.log --scale paper   # a tuning worker
 
 ``-p NAME VALUE`` (VALUE read as YAML: ``200``, ``0.5``, ``[a, b]``, ``null``) goes to every notebook whose
 ``parameters`` cell declares NAME. The API key is never a parameter: the profile names the environment
 variable that holds it. A bad profile fails before any notebook runs.
-Exit codes: 0 done, 1 a notebook (or the book build) failed, 2 a usage, profile or archive error.
+``tune`` is a worker for notebook 2's TPE studies (see :mod:`recjudge_utils.book.tune`): start any number, on
+any machines, with the same ``--storage``; then run the book with ``-p optuna_storage`` set to that storage.
+Exit codes: 0 done, 1 a notebook (or the book build, or a study) failed, 2 a usage, profile or archive error.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from recjudge_utils.book.runner import (
     select_notebooks,
 )
 from recjudge_utils.book.scales import PAPER_SCALE, PARAMS_COMMAND, PARAMS_DIR, SCALES, paper_parameter_files
+from recjudge_utils.book.tune import TuningIncomplete, tune_worker
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
 from recjudge_utils.judge.profiles import JudgeProfile, ProfileError, load_profile, profile_dir
 from recjudge_utils.paths import DEFAULT_RUN, project_root
@@ -52,7 +56,7 @@ __all__ = ["main", "profile_from_args"]
 
 #: the parameter naming the run folder of a notebook executed outside the runner (papermill, JupyterLab)
 RUN_NAME_PARAMETER = "run_name"
-COMMANDS = ("run", "plan", "build", "export", "replay", "list", "params")
+COMMANDS = ("run", "plan", "build", "export", "replay", "list", "params", "tune")
 #: flags of the former single-command interface, now subcommands
 OLD_FLAGS = {
     "--plan": "plan [--run NAME] [--judge PROFILE] [--scale paper] ...",
@@ -272,6 +276,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="the judge profiles, and every notebook's parameters with demo and paper values")
     params_p = sub.add_parser("params", help=f"write the papermill parameter files {PARAMS_DIR}/*.yaml")
     params_p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
+    tune_p = sub.add_parser(
+        "tune", help="a worker tuning notebook 2's studies in a shared Optuna storage (start any number of them)"
+    )
+    tune_p.add_argument(
+        "--storage",
+        required=True,
+        help="shared Optuna storage: journal:///PATH/optuna.log (or PATH.log; one machine or a shared file system) "
+        "or an RDB URL such as postgresql://USER@HOST/DB (several machines; the password from PGPASSWORD or ~/.pgpass)",
+    )
+    tune_p.add_argument("--dataset", help="notebook 2's dataset (default: its parameter, ml-100k)")
+    tune_p.add_argument("--scale", choices=SCALES, default="demo", help="demo (defaults) or paper (the papers' sizes)")
+    tune_p.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=PARAMETER_HELP
+    )
+    tune_p.add_argument(
+        "--folds", nargs="+", type=int, metavar="FOLD", help="tune only these folds (0-based; default: every fold)"
+    )
     return parser
 
 
@@ -299,6 +320,14 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
         return 0
     if args.command == "replay":
         return replay(Path(args.archive), args, root)
+    if args.command == "tune":
+        check_parameter_names(name for name, _ in args.parameter)
+        parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
+        report = tune_worker(
+            root, args.storage, scale=args.scale, parameters=parameters, dataset=args.dataset, folds=args.folds
+        )
+        print(report.text())
+        return 0
     check_parameter_names(name for name, _ in args.parameter)  # before any profile is checked or notebook runs
     parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
     run_dir(args.run)
@@ -329,6 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except NotebookFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except TuningIncomplete as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except subprocess.CalledProcessError as exc:

@@ -9,7 +9,9 @@ Section 5, Table 3).
    same users for every recommender).
 2. ``fit_fold``: every RS through the one training path (:func:`recjudge_utils.recommenders.training.train`) with
    its tuning option: TPE on validation Recall@10 (``n_trials`` per RS per fold) and the best trial's model, stored
-   so that another run (another judge) loads it.
+   so that another run (another judge) loads it. The studies live in ``optuna_storage`` (default: the journal file
+   ``optuna.log`` in the run folder); ``tune_studies`` runs only this step, so that workers on several machines
+   (``python -m recjudge_utils.book tune``) tune the studies a run then finds complete.
 3. ``top_k_frame``: top-k lists (training items excluded) for every evaluation user.
 4. ``judge_recommendations``: every distinct (user, item) pair of the judged users' lists, over all
    recommenders, is judged **once** with the serendipity judge; the history is the user's last ``n_history``
@@ -23,8 +25,9 @@ Tables, figures and observations: :mod:`recjudge_utils.reporting.reevaluation`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,6 +48,7 @@ from recjudge_utils.protocols.truth import reevaluation_truth
 from recjudge_utils.recommenders import RECOMMENDERS
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.optuna_storage import complete_trials, journal_url
 from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_plan
 from recjudge_utils.recommenders.training import Trained, Tuning, train
 from recjudge_utils.splitting.temporal import (
@@ -61,12 +65,15 @@ __all__ = [
     "ReevaluationConfig",
     "ReevaluationData",
     "ReevaluationRun",
+    "default_storage",
     "fit_fold",
     "judge_recommendations",
     "prepare_folds",
     "random_tests",
     "run",
     "top_k_frame",
+    "tune_studies",
+    "tuning_line",
 ]
 
 ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
@@ -90,7 +97,9 @@ class ReevaluationConfig:
     train_budget: str = "small"
     seed: int = 0
     n_boot: int = 1000
-    optuna_storage: str | None = None  # an Optuna RDB URL; None: optuna.sqlite in the run's folder
+    #: a journal file (journal:///PATH.log) or an Optuna RDB URL shared with tuning workers; None: optuna.log in
+    #: the run's folder
+    optuna_storage: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recommenders", tuple(self.recommenders))
@@ -207,6 +216,62 @@ def fit_fold(
             "overlap, so a run makes fewer calls"
         )
     return fitted, seconds
+
+
+def default_storage(run_dir: Path) -> str:
+    """The run folder's own Optuna storage: the journal file ``optuna.log`` (local workers may share it), or the
+    ``optuna.sqlite`` of a run begun before journals were the default (its studies resume where they stopped)."""
+    older = run_dir / "optuna.sqlite"
+    journal = run_dir / "optuna.log"
+    if older.is_file() and not journal.is_file():
+        return f"sqlite:///{older}"
+    return journal_url(journal)
+
+
+def tuning_line(fold: int, fitted: dict[str, Trained]) -> str:
+    """What the tuning of one fold cost here: trials run, models loaded from the artifact store or refitted from
+    the best parameters of studies complete in the storage (workers tuned them)."""
+    tuned = {n: f for n, f in fitted.items() if f.tuning is not None and f.tuning.n_trials > 0}
+    run_here = sum(f.tuning.trials_run for f in tuned.values() if f.tuning is not None and not f.loaded)
+    loaded = sum(f.loaded for f in tuned.values())
+    refitted = sum(1 for f in tuned.values() if not f.loaded and f.tuning is not None and f.tuning.trials_run == 0)
+    return (
+        f"fold {fold}: {len(tuned)} studies; {run_here} tuning trials run here; {loaded} tuned models loaded from "
+        f"the artifact store; {refitted} refitted from the best parameters of a complete stored study"
+    )
+
+
+def tune_studies(
+    interactions: pd.DataFrame, config: ReevaluationConfig, storage: str, folds: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """Run (join) the studies :func:`run` would tune for ``config`` in the shared ``storage`` (only the ``folds``
+    given; None: all), storing each tuned model; one row per fold and RS: study, complete trials, trials run here."""
+    chosen = prepare_folds(interactions, folds=config.folds, n_users=config.n_users, seed=config.seed)
+    unknown = set(folds or ()) - {f.fold for f in chosen}
+    if unknown:
+        raise ValueError(f"folds {sorted(unknown)} do not exist: the config has {config.folds} fold(s)")
+    rows = []
+    for f in chosen:
+        if folds is not None and f.fold not in folds:
+            continue
+        fitted, seconds = fit_fold(f, config, storage)
+        for name, fit in fitted.items():
+            t = fit.tuning
+            study = t.study_name if t is not None else None
+            rows.append(
+                {
+                    "fold": f.fold,
+                    "rs": name,
+                    "study": study,
+                    "n_trials": t.n_trials if t is not None else 0,
+                    "complete": complete_trials(storage, study) if study else None,
+                    "run here": 0 if fit.loaded or t is None else t.trials_run,
+                    "loaded": fit.loaded,
+                    "seconds": seconds[name],
+                }
+            )
+    out = pd.DataFrame(rows, columns=["fold", "rs", "study", "n_trials", "complete", "run here", "loaded", "seconds"])
+    return out.astype({"complete": "Int64"})  # None (no study) beside counts
 
 
 def top_k_frame(models: dict[str, Recommender], users: np.ndarray, k: int = 20) -> pd.DataFrame:
@@ -366,10 +431,12 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     scorer = make_scorer(judge, data.examples, all_judged, cfg, item_noun) if all_judged else None
     if cfg.optuna_storage is None:
         current_run_dir().mkdir(parents=True, exist_ok=True)
-    storage = cfg.optuna_storage or f"sqlite:///{current_run_dir() / 'optuna.sqlite'}"
+    storage = cfg.optuna_storage or default_storage(current_run_dir())
     fitted_all, recs_all, judg_all, per_user_all = [], [], [], []
     for f in folds:
         fitted, seconds = fit_fold(f, cfg, storage)
+        if any(fit.tuning is not None and fit.tuning.n_trials > 0 for fit in fitted.values()):
+            print(tuning_line(f.fold, fitted))
         for name, s in seconds.items():
             timings[f"train {name}"] = timings.get(f"train {name}", 0.0) + s
         recs = top_k_frame({name: fit.model for name, fit in fitted.items()}, f.eval_users, k=cfg.top_k)

@@ -14,6 +14,14 @@ mean Recall@10 over the validation users (users with a validation positive and t
 training) and keeps the best trial's model: fits are seeded, so it is the model a refit with the best parameters
 gives. Fixed parameters (e.g. a small epoch budget) override the search space. Recommenders without
 hyperparameters (Pop, Random) and ``n_trials == 0`` use the fixed parameters, still reporting the validation recall.
+
+A stored study (:mod:`recjudge_utils.recommenders.optuna_storage`: a journal file or an RDB URL) is resumed and can
+be shared: any number of processes (``python -m recjudge_utils.book tune``) run its trials together and stop when
+``n_trials`` are complete (each worker's trial in flight at that moment completes too: at most ``n_trials +
+workers - 1``); a later call finds it complete, runs no trial and refits the best parameters. The TPE sampler of
+trial ``n`` is seeded by ``(seed, n)``, not by one sequence per process: one process proposes exactly what it
+always proposes for a seed, and parallel workers, which claim distinct trial numbers, never propose the same
+random start-up parameters.
 """
 
 from __future__ import annotations
@@ -38,11 +46,13 @@ from recjudge_utils.recommenders.artifacts import (
     function_hash,
 )
 from recjudge_utils.recommenders.base import Recommender
+from recjudge_utils.recommenders.optuna_storage import create_or_load_study
 from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
 from recjudge_utils.splitting.temporal import ground_truth
 
 __all__ = [
     "Trained",
+    "TrialSeededTPE",
     "TuneResult",
     "Tuning",
     "build_recommender",
@@ -107,6 +117,61 @@ class TuneResult:
     model: Recommender  # fits are seeded: the best trial's model is the one a refit with its parameters gives
     trials: pd.DataFrame = field(default_factory=pd.DataFrame)
     refit_seconds: float = 0.0  # a resumed study's best trial ran in an earlier process: its model is refitted
+    trials_run: int = 0  # trials this call completed (0 when the study was complete already: workers tuned it)
+    study_name: str | None = None  # the study in the storage (None: not stored)
+
+
+class TrialSeededTPE(optuna.samplers.BaseSampler):
+    """Optuna's TPE sampler whose randomness for trial ``n`` is seeded by ``(seed, n)`` (see the module doc)."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._current: tuple[int, optuna.samplers.TPESampler] | None = None
+
+    def _sampler(self, trial: optuna.trial.FrozenTrial) -> optuna.samplers.TPESampler:
+        if self._current is None or self._current[0] != trial.number:
+            seed = int(np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0])
+            self._current = (trial.number, optuna.samplers.TPESampler(seed=seed))
+        return self._current[1]
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: optuna.trial.FrozenTrial
+    ) -> dict[str, optuna.distributions.BaseDistribution]:
+        """The TPE sampler's relative search space for this trial."""
+        return self._sampler(trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        search_space: dict[str, optuna.distributions.BaseDistribution],
+    ) -> dict[str, Any]:
+        """The TPE sampler's joint proposal for this trial."""
+        return self._sampler(trial).sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        param_name: str,
+        param_distribution: optuna.distributions.BaseDistribution,
+    ) -> Any:
+        """The TPE sampler's proposal for one parameter outside the relative search space."""
+        return self._sampler(trial).sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        """Start the trial's own TPE sampler."""
+        self._sampler(trial).before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        state: optuna.trial.TrialState,
+        values: Any,
+    ) -> None:
+        """Finish the trial's own TPE sampler."""
+        self._sampler(trial).after_trial(study, trial, state, values)
 
 
 def tune(
@@ -126,9 +191,10 @@ def tune(
     """TPE search of ``SEARCH_SPACES[name]`` maximising validation Recall@k; the best params and their model.
 
     ``train`` holds the positives; ``ratings`` (optional) every rating of the same period, which the models
-    defined on explicit ratings (KFN, UAUM) are trained on instead. With ``storage`` (an Optuna RDB URL such as
-    ``sqlite:///runs/default/optuna.sqlite``) the study is stored under ``study_name`` and resumed: a rerun after a
-    kill runs only the missing trials, and several workers sharing one database stop at ``n_trials`` together.
+    defined on explicit ratings (KFN, UAUM) are trained on instead. With ``storage`` (a journal file such as
+    ``journal:///runs/default/optuna.log`` or an Optuna RDB URL) the study is stored under ``study_name`` and
+    resumed: a rerun after a kill runs only the missing trials, and several workers sharing one storage stop at
+    ``n_trials`` together.
     """
     fixed = dict(fixed or {})
     space = SEARCH_SPACES[name.lower()]
@@ -139,25 +205,20 @@ def tune(
         value = validation_recall(model, valid, k)
         return TuneResult(name, fixed, value, 0, time.perf_counter() - start, model)
 
-    best: dict[str, Any] = {"value": -np.inf, "model": None}
+    best: dict[str, Any] = {"value": -np.inf, "model": None, "run": 0}
 
     def objective(trial: optuna.Trial) -> float:
         params = {**space(trial), **fixed}
         model = fit_recommender(name, train, items, seed=seed, params=params, users=users, ratings=ratings)
         value = validation_recall(model, valid, k)
         value = -1.0 if np.isnan(value) else value
+        best["run"] += 1
         if value > best["value"]:
             best["value"], best["model"] = value, model
         return value
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=seed),
-        storage=storage,
-        study_name=study_name,
-        load_if_exists=storage is not None,
-    )
+    study = create_or_load_study(storage, study_name, TrialSeededTPE(seed))
     complete = (optuna.trial.TrialState.COMPLETE,)
     remaining = n_trials - len(study.get_trials(deepcopy=False, states=complete))
     if remaining > 0:
@@ -175,14 +236,24 @@ def tune(
         kept = fit_recommender(name, train, items, seed=seed, params=params, users=users, ratings=ratings)
         refit_seconds = time.perf_counter() - start - seconds
     return TuneResult(
-        name, params, float(study.best_value), n_trials, seconds, kept, study.trials_dataframe(), refit_seconds
+        name,
+        params,
+        float(study.best_value),
+        n_trials,
+        seconds,
+        kept,
+        study.trials_dataframe(),
+        refit_seconds,
+        best["run"],
+        study_name if storage is not None else None,
     )
 
 
 @dataclass(frozen=True)
 class Tuning:
     """The option of :func:`train` that tunes: ``n_trials`` TPE trials scored on ``valid``; the study lives in
-    ``storage`` (an Optuna RDB URL; None: in memory, not resumable)."""
+    ``storage`` (a journal file or an Optuna RDB URL, see :mod:`~recjudge_utils.recommenders.optuna_storage`;
+    None: in memory, not resumable)."""
 
     valid: pd.DataFrame
     n_trials: int

@@ -61,7 +61,8 @@ def fold_table(run: ReevaluationRun) -> pd.DataFrame:
 
 
 def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
-    """One row per fold and RS: trials, best validation Recall@10, seconds, chosen parameters."""
+    """One row per fold and RS: trials (the study's target, and those run by this run: 0 when the model was loaded or
+    tuning workers completed the study), best validation Recall@10, seconds, chosen parameters."""
     rows = []
     for f, fitted in zip(run.folds, run.fitted, strict=True):
         for name, fit in fitted.items():
@@ -72,6 +73,8 @@ def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
                     "fold": f.fold,
                     "rs": DISPLAY_NAMES.get(name, name),
                     "trials": fit.tuning.n_trials,
+                    "run here": 0 if fit.loaded else fit.tuning.trials_run,
+                    "loaded": fit.loaded,
                     "valid Recall@10": fit.tuning.value,
                     "tune s": round(fit.tuning.seconds, 1),
                     "refit s": round(fit.tuning.refit_seconds, 1),
