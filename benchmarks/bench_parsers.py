@@ -5,8 +5,8 @@ parser has to finish in time linear in the answer's length. For each parser and 
 fastest of a few repeats at each size (as timeit advises: noise only ever adds time), the ratio per doubling,
 time(2n) / time(n), and the fitted ratio per doubling, 2 ** (least-squares slope of log time on log size over all
 sizes): about 2 for a parser linear in its input, about 4 for a quadratic one. One step between two sizes can jump
-when the machine stalls for a moment; the fitted ratio uses every size, so one stall moves it little. Garbage
-collection is off while timing (as in ``timeit``).
+when the machine stalls or the input outgrows a CPU cache; the fitted ratio uses every size, so one jump moves it
+little. Garbage collection is off while timing (as in ``timeit``).
 
 Run: ``.venv/bin/python benchmarks/bench_parsers.py [--sizes 10 20 40 80] [--repeats 5] [--parser json]``.
 """
