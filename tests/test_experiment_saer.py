@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from test_protocol_saer import _toy_items, paper_table
 
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import saer
@@ -19,7 +20,6 @@ from recjudge_utils.experiments.saer import SaerConfig, sample_customers
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.protocols.context.saer import Catalogue
 from recjudge_utils.protocols.saer import few_shot_answers, load_template
-from recjudge_utils.reporting.paper import paper_table as _paper_table
 from recjudge_utils.reporting.saer import (
     agreement_table,
     copied_from_examples,
@@ -34,21 +34,6 @@ from recjudge_utils.reporting.saer import (
 
 DAY = 86400
 WORDS = "word-counts"  # the cheap offline encoder: no MiniLM in tests
-
-
-def paper_table(name: str) -> pd.DataFrame:
-    return _paper_table(f"saer_{name}")
-
-
-def _toy_items(n_items=40):
-    genres = ["Action", "Comedy", "Drama", "Horror"]
-    return pd.DataFrame(
-        {
-            "item": np.arange(1, n_items + 1),
-            "title": [f"Movie {i} ({1980 + i % 20})" for i in range(1, n_items + 1)],
-            "genres": [[genres[i % 4]] + ([genres[(i + 1) % 4]] if i % 3 == 0 else []) for i in range(1, n_items + 1)],
-        }
-    )
 
 
 def _toy_dataset(n_users=24, n_items=40, seed=0):
