@@ -1,17 +1,19 @@
 # Two commands, nothing to type first:  make book  |  make test
-# Both create the virtual environment in .venv if it is missing and install the project into it.
+# Both create the virtual environment in .venv if it is missing and install the project into it, every package at
+# the version pinned in requirements/lock.txt (make lock regenerates it from pyproject.toml).
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.recjudge-installed
+LOCK   := requirements/lock.txt
 # llama-cpp-python compiles from source (about 14 min on 2 cores; pip caches the wheel afterwards).
 # A portable build, so a cached wheel never meets a CPU without the build machine's instructions.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test test-fast lint install data clean
+.PHONY: book test test-fast lint install lock data clean
 
 # The offline book: a run with the simulated judge (notebooks 1-4), a plan of the default run (calls nothing; its
 # manifest then shows plan beside actual), then the default run with the embedded model (every notebook, the
@@ -23,28 +25,38 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
 
 # The contributor's lane while editing: everything but the notebook and whole-book runs and the real model.
 test-fast: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -m "not slow and not llm" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not llm and not browser" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy recjudge_utils
+	$(PY) -m deptry .
 	$(PY) -m recjudge_utils.book.check_notebooks notebooks
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "recjudge needs Python >= 3.11")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install --quiet --upgrade pip setuptools
+	$(PY) -m pip install -r $(LOCK) -e '.[all,dev]'
 	$(PY) -m recjudge_utils.data fetch ml-100k
 	touch $(STAMP)
+
+# The whole tree for extras all + dev, resolved with the indexes, find-links and constraint files pip is configured
+# with here (pip-compile reads the first two from pip's configuration, not the constraints). Versions already in the
+# lock are kept while they satisfy pyproject.toml; make lock LOCK_ARGS=--upgrade moves everything to the newest.
+PIP_CONSTRAINTS = $(shell $(PY) -m pip config list 2>/dev/null | sed -n "s/^.*constraint='\(.*\)'$$/\1/p")
+lock: $(STAMP)
+	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url \
+		--no-emit-find-links --extra book --extra embedded --extra recommenders --extra dev \
+		$(foreach c,$(PIP_CONSTRAINTS),-c $(c)) $(LOCK_ARGS) -o $(LOCK) pyproject.toml
 
 data: $(STAMP)
 	$(PY) -m recjudge_utils.data fetch ml-100k

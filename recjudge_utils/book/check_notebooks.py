@@ -9,10 +9,12 @@ import logging
 import sys
 from pathlib import Path
 
-import nbformat
-from papermill.translators import PythonTranslator
-
+from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.runner import declared_parameters
+
+with optional_imports("book"):
+    import nbformat
+    from papermill.translators import PythonTranslator
 
 __all__ = ["problems"]
 

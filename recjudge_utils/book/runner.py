@@ -29,10 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import yaml
 
 from recjudge_utils import __version__
+from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.scales import scale_parameters
 from recjudge_utils.book.usage import METHOD_FILE, actual_usage, log_offsets, plan_summary, read_jsonl
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
@@ -41,6 +41,9 @@ from recjudge_utils.paths import DEFAULT_RUN, MANIFEST_FILE, check_run_name, pro
 from recjudge_utils.recommenders.artifacts import compute_log
 from recjudge_utils.recommenders.plan_standin import FITTED, METHODS_FILE, STAND_IN, STORED
 from recjudge_utils.registry import suggestion
+
+with optional_imports("book"):
+    import nbformat
 
 __all__ = [
     "DeclaredParameter",
@@ -226,7 +229,8 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
 
 def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], log_output: bool) -> NotebookRun:
     """Run one notebook with papermill (working directory: its own folder)."""
-    import papermill
+    with optional_imports("book"):
+        import papermill
 
     run_ = NotebookRun(notebook=source.name, output=str(output), parameters=parameters)
     started = time.perf_counter()
@@ -567,7 +571,8 @@ class _PlanKernel:
     """
 
     def __init__(self, cwd: Path, log_output: bool) -> None:
-        from jupyter_client.manager import KernelManager
+        with optional_imports("book"):
+            from jupyter_client.manager import KernelManager
 
         self.cwd = cwd
         self.log_output = log_output
@@ -582,9 +587,10 @@ class _PlanKernel:
 
     def execute(self, source: Path, output: Path, parameters: dict[str, Any]) -> NotebookRun:
         """Execute ``source`` with ``parameters`` injected as papermill does; the executed copy goes to ``output``."""
-        from nbclient import NotebookClient
-        from papermill.iorw import load_notebook_node
-        from papermill.parameterize import parameterize_notebook
+        with optional_imports("book"):
+            from nbclient import NotebookClient
+            from papermill.iorw import load_notebook_node
+            from papermill.parameterize import parameterize_notebook
 
         result = NotebookRun(notebook=source.name, output=str(output), parameters=parameters)
         nb = load_notebook_node(str(source))

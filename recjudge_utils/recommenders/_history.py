@@ -13,11 +13,15 @@ from abc import abstractmethod
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
+
+from recjudge_utils._extras import optional_imports
 
 from ._torch import batches, history_target_instances, left_pad, sample_negatives, seeded, torch_threads, user_sequences
 from .base import Recommender
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 
 class HistoryModel(nn.Module):

@@ -15,7 +15,11 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-import torch
+
+from recjudge_utils._extras import optional_imports
+
+with optional_imports("recommenders"):
+    import torch
 
 
 @contextlib.contextmanager

@@ -16,11 +16,15 @@ from itertools import pairwise
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
+
+from recjudge_utils._extras import optional_imports
 
 from . import register_recommender
 from .fm import FM, FM_BUDGETS, FMModule
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 
 class DeepFMModule(FMModule):

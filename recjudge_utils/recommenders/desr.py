@@ -1,4 +1,4 @@
-"""DESR: directional and explainable serendipity recommendation (Li, Jiang, Chen, Wu & Wang, WWW 2020), compact.
+"""DESR: directional and explainable serendipity recommendation (Li, Jiang, Chen, Wu, Wang & Li, WWW 2020), compact.
 
 What DESR does, and what this version keeps:
 
@@ -20,11 +20,14 @@ serendipity weight ``beta`` is a tuned hyperparameter rather than learned.
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from recjudge_utils._extras import optional_imports
 
 from . import register_recommender
 from ._history import HistoryModel, HistoryRecommender
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 
 def squash(s: torch.Tensor) -> torch.Tensor:

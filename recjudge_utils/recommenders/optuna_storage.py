@@ -21,9 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import optuna
-from optuna.storages import BaseStorage, JournalStorage, RDBStorage
-from optuna.storages.journal import JournalFileBackend
+from recjudge_utils._extras import optional_imports
+
+with optional_imports("recommenders"):
+    import optuna
+    from optuna.storages import BaseStorage, JournalStorage, RDBStorage
+    from optuna.storages.journal import JournalFileBackend
 
 __all__ = [
     "JOURNAL_SCHEME",
@@ -57,7 +60,8 @@ def journal_url(path: Path | str) -> str:
 
 
 def _is_race(exc: BaseException) -> bool:
-    import sqlalchemy.exc  # optuna's RDB storage depends on it; imported here so journal-only use need not load it
+    with optional_imports("recommenders"):
+        import sqlalchemy.exc  # optuna's RDB storage depends on it; imported here so journal-only use need not load it
 
     if isinstance(exc, sqlalchemy.exc.IntegrityError | optuna.exceptions.DuplicatedStudyError):
         return True

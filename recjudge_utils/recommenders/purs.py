@@ -1,4 +1,4 @@
-"""PURS: personalised unexpected recommender system (Li, Lu, Zhang, Jiang & Lin, RecSys 2020), compact.
+"""PURS: personalised unexpected recommender system (Li, Que, Jiang, Hu & Tuzhilin, RecSys 2020), compact.
 
 What PURS does, and what this version keeps:
 
@@ -26,11 +26,14 @@ soft mean-shift over the last ``max_len`` items, and no sessions (the datasets h
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from recjudge_utils._extras import optional_imports
 
 from . import register_recommender
 from ._history import HistoryModel, HistoryRecommender
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 
 class PURSModel(HistoryModel):

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
+
+from recjudge_utils._extras import optional_imports
 
 from . import register_recommender
 from ._torch import batches, left_pad, sample_negatives, seeded, torch_threads, user_sequences
 from .base import Recommender
+
+with optional_imports("recommenders"):
+    import torch
+    from torch import nn
 
 
 class SASRecEncoder(nn.Module):

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import optuna
 import pandas as pd
 
+from recjudge_utils._extras import optional_imports
 from recjudge_utils.metrics.ranking import hit_matrix, recall_at_k
 from recjudge_utils.recommenders import SEARCH_SPACES, make_recommender, recommender_class
 from recjudge_utils.recommenders._torch import torch_threads
@@ -49,6 +49,9 @@ from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.optuna_storage import create_or_load_study
 from recjudge_utils.recommenders.plan_standin import fit_or_stand_in
 from recjudge_utils.splitting.temporal import ground_truth
+
+with optional_imports("recommenders"):
+    import optuna
 
 __all__ = [
     "Trained",
