@@ -341,8 +341,8 @@ def test_list_shows_judges_and_each_notebooks_parameters(capsys: pytest.CaptureF
     assert "openai" in gpt and "https://api.openai.com/v1" in gpt and "$OPENAI_API_KEY" in gpt
     arena = lines.index("03_recsys_arena")
     n_users = next(line for line in lines[arena:] if line.split()[:1] == ["n_users"])
-    assert n_users.split()[1:3] == ["2", "0"]  # default, then the paper-scale value, then its section
-    assert "RecSys Arena, Sec. 3.2" in n_users
+    assert n_users.split()[1:3] == ["2", "1000"]  # default, then the paper-scale value, then its source
+    assert "RecSys Arena authors' code" in n_users
     assert any(line.split()[:3] == ["recommenders", "['fm',", "'minilm-content',"] for line in lines[arena:])
 
 
@@ -383,7 +383,7 @@ def test_params_check_fails_on_a_hand_edited_file(
     monkeypatch.setattr(cli, "project_root", lambda: tmp_path)
     assert cli.main(["params"]) == 0
     edited = tmp_path / PARAMS_DIR / "03_recsys_arena.yaml"
-    edited.write_text(edited.read_text().replace("n_users: 0", "n_users: 5"))
+    edited.write_text(edited.read_text().replace("n_users: 1000", "n_users: 5"))
     assert cli.main(["params", "--check"]) == 1
     assert "03_recsys_arena.yaml" in capsys.readouterr().out
     assert cli.main(["params"]) == 0 and cli.main(["params", "--check"]) == 0
@@ -394,7 +394,7 @@ def test_scale_errors_are_exceptions_not_exits() -> None:
 
     with pytest.raises(ValueError, match="unknown scale 'huge'"):
         scale_parameters("huge", "03_recsys_arena.ipynb")
-    assert scale_parameters("paper", "03_recsys_arena.ipynb")["n_users"] == 0
+    assert scale_parameters("paper", "03_recsys_arena.ipynb")["n_users"] == 1000
 
 
 @pytest.mark.parametrize(

@@ -114,6 +114,10 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
         if r.low is not None:
             assert r.value is not None and r.high is not None and r.low <= r.value + 1e-9 <= r.high + 2e-9
     assert len(run.items()["pairwise"]) == len(run.raw) == 4 * 6 * 2
+    setup = report.setup_table(run).set_index("setting")["this run"]
+    assert setup["users per comparison"].startswith("6, drawn at random (seed 0) among the 12 users")
+    assert setup["history shown"] == "the 10 most recent training items by timestamp"
+    assert setup["orders"].startswith("both orders")
 
 
 def test_single_order_has_no_adjudication_and_no_consistency(scripted_judge):
@@ -131,8 +135,16 @@ def test_single_order_has_no_adjudication_and_no_consistency(scripted_judge):
 
 def test_transparency_run_gives_the_numbers_of_the_old_code(scripted_judge):
     ds = toy_dataset()
-    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6)
-    run = transparency.run(scripted_judge(evidence_judge), ds, config)
+    # chapter 3 asking one aspect only: the transparency experiment still asks the full six-aspect prompt
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, aspects=("Accuracy",))
+    client = scripted_judge(evidence_judge)
+    run = transparency.run(client, ds, config)
+    six = {aspect_key(a) for a in resolve_aspects()}
+    assert len(six) == 6 and "transparency" in six
+    asked = [r for _, reqs in client.calls for r in reqs]
+    assert asked and all(set(r.json_schema["properties"]) == six | {OVERALL} for r in asked)  # type: ignore[index]
+    assert all("Transparency" in r.messages[0]["content"] and "Accuracy" in r.messages[0]["content"] for r in asked)
+    assert {f"verdict_{k}" for k in six} <= set(run.raw)
     assert run.panel.users == [1, 3, 4, 5, 6, 8]
     assert set(run.timings) == {"train deepfm+features", "train deepfm-ids", "judge pairwise"}
     table = report.transparency_table(run)

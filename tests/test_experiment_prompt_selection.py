@@ -65,3 +65,21 @@ def test_run_shape_timings_and_results_file(selection, scripted_judge, tmp_path)
     client = scripted_judge(answer)
     written = read_results(write_run_results("01_serendipity_prompt_selection", selection, client, tmp_path))
     assert written["experiment"] == "prompt_selection" and len(written["results"]) == len(selection.results())
+
+
+def test_judged_n_is_printed_beside_the_papers_with_the_pairs_left_out(selection, scripted_judge) -> None:
+    pairs = selection.data.pairs
+    left_out = int(pairs["user"].isin(set(selection.examples["user"])).sum())
+    pool = len(pairs) - left_out
+    for n_pairs in (None, pool - 5):
+        config = PromptSelectionConfig(templates=("base",), n_pairs=n_pairs, n_boot=50)
+        sel = prompt_selection.run(scripted_judge(answer), selection.data, config)
+        assert len(sel.eval_pairs) == (pool if n_pairs is None else n_pairs)
+        head, why = report.sample_size_lines(sel)
+        assert (
+            head
+            == f"judged pairs: n = {len(sel.eval_pairs)}; the paper judged all 2,150 Serendipity-2018 pairs (Sec. 4.1)"
+        )
+        assert f"has {len(pairs)} pairs; the {left_out} pairs of the " in why
+        tail = "all of them judged" if n_pairs is None else f"of which a seeded sample of n_pairs = {n_pairs} is judged"
+        assert f"{pool} remain, {tail}" in why

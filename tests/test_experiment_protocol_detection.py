@@ -14,6 +14,8 @@ from recjudge_utils.data import Dataset
 from recjudge_utils.data.standins import serendipity_proxy_from_movielens
 from recjudge_utils.experiments import protocol_detection as detect
 from recjudge_utils.experiments import saer
+from recjudge_utils.judge.backends.sim import SIM_PREFIX
+from recjudge_utils.reporting.protocol_detection import saer_lines
 
 SMALL = detect.DetectionConfig(
     noise_levels=(0.0, 1.0),
@@ -21,7 +23,7 @@ SMALL = detect.DetectionConfig(
     repeats=20,
     n_boot=50,
     power_sizes=(25, 50),
-    biases=(0.0, 0.4),
+    biases=(0.0, 1.0),
     neglects=(0.0, 1.0),
     arena_users=8,
     saer_customers=6,
@@ -64,7 +66,10 @@ def test_the_chapters_configs_differ_only_where_the_chapter_names_it() -> None:
     def changed(config: object, default: object) -> set[str]:
         return {f.name for f in dataclasses.fields(config) if getattr(config, f.name) != getattr(default, f.name)}  # type: ignore[arg-type]
 
-    assert changed(detect.saer_config(SMALL), saer.SaerConfig()) <= {"n_customers", "prompt_versions"}
+    # chapter 5's panel is chapter 4's as a simulated-judge run builds it (with the held-out future)
+    as_sim = saer.SaerConfig().resolved(SIM_PREFIX)
+    assert as_sim.heldout == saer.SIM_HELDOUT
+    assert changed(detect.saer_config(SMALL), as_sim) <= {"n_customers", "prompt_versions"}
     arena_cfg = detect.arena_config(SMALL)
     assert changed(arena_cfg, dataclasses.replace(arena_cfg, n_users=2)) == {"n_users"}
     assert arena_cfg.recommenders == ("random", "pop") and arena_cfg.aspects == ("Accuracy",)
@@ -77,8 +82,14 @@ def test_a_perfect_simulated_judge_recovers_every_truth(run: detect.DetectionRun
     assert arena.loc["both orders, adjudicated", "win_rate"] == pytest.approx(arena.loc["truth", "win_rate"])
     adv = run.saer.adversarial.set_index(["context_neglect", "outcome"])["share"]
     assert adv[(0.0, "correct")] == 1.0
-    cons = run.saer.consistency.set_index("bias")["consistency"]
-    assert cons[0.0] == 1.0 and cons[0.4] < 1.0
+    cons = run.saer.consistency.set_index("bias")
+    # without noise a position bias of 1 splits exactly the customers whose lists hold equal evidence
+    assert cons.loc[0.0, "consistency"] == 1.0 and cons.loc[1.0, "consistency"] < 1.0
+    assert cons.loc[1.0, "consistency"] == pytest.approx(cons.loc[1.0, "expected"])
+    assert (run.saer.customers, run.saer.heldout) == (SMALL.saer_customers, saer.SIM_HELDOUT)
+    assert saer_lines(run.saer)[0].startswith(
+        f"panel: 6 customers, each one's last {saer.SIM_HELDOUT} interactions held"
+    )
     gaps = run.reevaluation.gaps.set_index(["source", "metric"])
     assert gaps.loc[("noise 0", "avg"), "gap"] == pytest.approx(gaps.loc[("truth", "avg"), "gap"])
 

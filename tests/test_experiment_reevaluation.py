@@ -16,8 +16,10 @@ from recjudge_utils.experiments.reevaluation import (
 )
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
 from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.training import training_frame
 from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.reevaluation import observations, paper_table3, table3_beside_paper
+from recjudge_utils.reporting.reevaluation import observations, paper_table3, spearman_ci, table3_beside_paper
+from recjudge_utils.splitting.temporal import positive_interactions, split_global_time
 
 
 def paper_table2() -> pd.DataFrame:
@@ -73,9 +75,10 @@ def test_per_user_metrics_hand_computed():
     assert m.loc[("a", 1), "p_acc"] == 0.5 and m.loc[("a", 1), "n_acc"] == 1.0
     assert m.loc[("b", 1), "n_acc"] == pytest.approx(1 / np.log2(3))
     assert m.loc[("a", 2), "p_acc"] == 0.0 and m.loc[("b", 2), "p_acc"] == 0.5
-    # serendipity pool: user 1 -> {10}, user 2 -> {12}
-    assert m.loc[("a", 1), "p_ser"] == 0.5 and m.loc[("a", 1), "n_ser"] == 1.0
-    assert m.loc[("b", 2), "n_ser"] == pytest.approx(1 / np.log2(3))
+    # each list's own items with E >= 4: user 1 -> {10}, user 2 -> {12}; the ideal ranking is k = 2 such items
+    ideal = 1 + 1 / np.log2(3)
+    assert m.loc[("a", 1), "p_ser"] == 0.5 and m.loc[("a", 1), "n_ser"] == pytest.approx(1 / ideal)
+    assert m.loc[("b", 2), "n_ser"] == pytest.approx(1 / np.log2(3) / ideal)
     assert m.loc[("a", 2), "avg"] == 4.0 and m.loc[("a", 2), "n_unparsed"] == 1
     assert m.loc[("b", 1), "avg"] == 3.0
 
@@ -153,6 +156,43 @@ def test_summarise_mean_of_fold_means():
     assert np.isnan(s["avg"])
 
 
+def test_no_validation_row_reaches_kfn_or_uaum_training():
+    # 100 positives in tied pairs: the last training row (59) and the first validation row (60) share timestamp 30;
+    # low ratings at that timestamp sort before (user 0) and after (user 6) the two
+    n = 100
+    positives = pd.DataFrame(
+        {"user": np.arange(n) % 7, "item": np.arange(n), "rating": 5.0, "timestamp": (np.arange(n) + 1) // 2}
+    )
+    low = pd.DataFrame({"user": [0, 6], "item": [200, 300], "rating": 2.0, "timestamp": [30, 30]})
+    fold = prepare_folds(pd.concat([positives, low], ignore_index=True), folds=1, n_users=1)[0]
+    _, valid, test = split_global_time(positive_interactions(positives), fold=0, drop_unseen=False)
+    assert valid["timestamp"].min() == fold.train["timestamp"].max() == 30
+    for name in ("kfn", "uaum"):
+        data = training_frame(name, fold.train, fold.train_ratings)
+        seen = set(zip(data["user"], data["item"], strict=True))
+        assert not seen & set(zip(valid["user"], valid["item"], strict=True))
+        assert not seen & set(zip(test["user"], test["item"], strict=True))
+        positive = data[data["rating"] >= 4]
+        pd.testing.assert_frame_equal(positive.reset_index(drop=True), fold.train.reset_index(drop=True))
+        assert (0, 200) in seen and (6, 300) not in seen  # the low rating ordered after the validation row stays out
+
+
+def test_pop_and_random_lists_are_judged_and_scored_on_their_own_items(scripted_judge):
+    ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
+    cfg = ReevaluationConfig(recommenders=("pop", "random", "kfn"), folds=1, n_trials=0, n_users=4, top_k=5, seed=0)
+    five = json.dumps({"relevance": 5, "unexpectedness": 5, "score": 5})
+    res = reevaluation.run(scripted_judge(lambda req: five), ReevaluationData(ds, toy_examples()), cfg)
+    judged = res.per_user[res.per_user["judged"]]
+    assert set(judged["rs"]) == {"pop", "random", "kfn"} and (judged["p_ser"] == 1.0).all()
+    assert judged["n_ser"].to_numpy() == pytest.approx(1.0)
+    # with the scripted rule (5 for even items, 2 for odd, item 3 unparsed) each list counts its own even items
+    res = reevaluation.run(scripted_judge(score_of), ReevaluationData(ds, toy_examples()), cfg)
+    recs = res.recs[res.recs["user"].isin(res.folds[0].judged_users)]
+    share = (recs["item"] % 2 == 0).groupby([recs["rs"], recs["user"]]).sum() / cfg.top_k
+    got = res.per_user[res.per_user["judged"]].set_index(["rs", "user"])["p_ser"]
+    pd.testing.assert_series_equal(got.sort_index(), share.sort_index(), check_names=False)
+
+
 def test_prepare_folds_samples_judged_users_reproducibly():
     df = interactions()
     a = prepare_folds(df, folds=3, n_users=4, seed=1)
@@ -185,10 +225,45 @@ def test_observations_follow_the_numbers():
     one_wins = observations(_summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)}))
     assert any("best on every metric" in line and "BPRMF" in line for line in one_wins)
     assert any("above Random's: BPRMF, KFN" in line for line in one_wins)
-    assert any("1 of 3 RSs inside" in line for line in one_wins)  # only KFN's 2.2 is in 2.1-2.4
+    # only KFN's 2.2 is in 2.1-2.4; by CI (+-0.5) BPRMF's [2.5, 3.5] is outside and the others straddle a bound
+    assert any(
+        "1 of 3 RSs' point estimates inside" in line and "0 inside, 1 outside, 2 straddle" in line for line in one_wins
+    )
+    assert any("Spearman correlation across the 3 RSs" in line and "no interval: n < 4" in line for line in one_wins)
     split = observations(_summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)}))
     assert any("no single RS is best on every metric" in line for line in split)
     assert any("above Random's: PURS" in line for line in split)
+
+
+def test_a_win_is_clear_only_above_every_other_rs_ci():
+    summary = _summary({"bprmf": (9, 9, 2.0), "kfn": (7, 7, 2.0), "purs": (6, 6, 2.0)})
+    summary.loc[summary["rs"] == "purs", ["p_ser_lo", "p_ser_hi"]] = [3.0, 9.0]  # below the runner-up, wide CI
+    lines = observations(summary)
+    assert "best on Precision_ser@k: BPRMF (its CI overlaps that of PURS: not a clear win)" in lines
+    assert "best on Precision_acc@k: BPRMF (its CI is above every other RS's CI)" in lines
+
+
+def test_no_ci_prose_without_a_ci():
+    summary = _summary({"bprmf": (9, 9, 2.3), "random": (1, 1, 2.2), "kfn": (2, 3, 2.5), "purs": (3, 4, 3.0)})
+    for m in ("p_ser", "n_ser", "avg"):
+        summary[[f"{m}_lo", f"{m}_hi"]] = np.nan
+    summary["users_judged"] = 1
+    lines = observations(summary)
+    ser = [line for line in lines if line.startswith(("best on Precision_ser", "best on NDCG_ser", "best on Avg"))]
+    assert len(ser) == 3 and all("no CI with 1 user(s)" in line and "overlap" not in line for line in ser)
+    assert any("Random's Precision_ser has no CI" in line for line in lines)
+    assert not any("CI is above Random's" in line for line in lines)
+    assert any("2 of 4 RSs' point estimates inside" in line and "no count by CI" in line for line in lines)
+
+
+def test_spearman_across_rss_has_its_fisher_z_interval():
+    values = {"bprmf": (9, 8, 2.3), "sasrec": (7, 9, 2.3), "kfn": (1, 2, 2.3), "uaum": (6, 5, 2.3), "purs": (3, 1, 2.3)}
+    rho, lo, hi, n = spearman_ci(pd.Series([v[0] for v in values.values()]), pd.Series([v[1] for v in values.values()]))
+    assert n == 5 and rho == pytest.approx(0.8)
+    half = 1.959963984540054 * np.sqrt(1.06 / 2)
+    assert (lo, hi) == pytest.approx((np.tanh(np.arctanh(0.8) - half), np.tanh(np.arctanh(0.8) + half)))
+    [line] = [line for line in observations(_summary(values)) if line.startswith("Spearman")]
+    assert f"0.80, 95% CI [{lo:.2f}, {hi:.2f}]" in line and "n = 5 RSs" in line
 
 
 def test_training_budget():
@@ -253,12 +328,13 @@ def test_run_results_hold_numeric_cis_and_the_earlier_numbers(scripted_judge):
     assert len(with_ci) == 4 * 5 and all(r.low <= r.value <= r.high for r in with_ci)
     got = {(r.metric, r.group["rs"]): (r.value, r.low, r.high, r.n) for r in results if r.metric in ("p_acc", "p_ser")}
     # the numbers run_reevaluation + reporting.results gave at the same parameters (commit a6af0c5), except the
-    # tuned UAUM's (and through the judged pool Random's P_ser): TPE has been seeded per trial since issue 23
+    # tuned UAUM's (TPE has been seeded per trial since issue 23) and Pop's and Random's P_ser, which since issue 24
+    # count their own lists' items with E >= 4 (before, only those KFN or UAUM also recommended: 20.0 and 16.7)
     assert got == {
         ("p_acc", "pop"): pytest.approx((5.780423280423281, 3.649801587301588, 8.357741780922897, 55)),
-        ("p_ser", "pop"): pytest.approx((20.0, 10.0, 30.0, 6)),
+        ("p_ser", "pop"): pytest.approx((40.0, 32.0, 50.0, 6)),
         ("p_acc", "random"): pytest.approx((7.57936507936508, 5.2994227994228, 10.203040935672517, 55)),
-        ("p_ser", "random"): pytest.approx((16.666666666666668, 10.0, 20.0, 6)),
+        ("p_ser", "random"): pytest.approx((50.0, 35.0, 65.0, 6)),
         ("p_acc", "kfn"): pytest.approx((10.542328042328043, 7.396547619047622, 13.578965053763445, 55)),
         ("p_ser", "kfn"): pytest.approx((36.666666666666664, 24.975, 53.333333333333336, 6)),
         ("p_acc", "uaum"): pytest.approx((9.854497354497354, 6.2650000000000015, 13.028588709677422, 55)),

@@ -8,6 +8,7 @@ import gzip
 import itertools
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -17,11 +18,13 @@ from test_protocol_saer import _toy_items, paper_table
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import saer
 from recjudge_utils.experiments.saer import SaerConfig, sample_customers
+from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.protocols.context.saer import Catalogue
 from recjudge_utils.protocols.saer import few_shot_answers, load_template
 from recjudge_utils.reporting.saer import (
     agreement_table,
+    context_lines,
     copied_from_examples,
     flagged_summary,
     observations,
@@ -255,7 +258,8 @@ def _two_genre_items(n_items: int = 40) -> pd.DataFrame:
 def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judge):
     inter = _toy_dataset().interactions
     ds = Dataset("toy", inter, _two_genre_items(), None, label="toy (stand-in)", is_real=False, source="test")
-    cfg = SaerConfig(n_customers=9, n_boot=200, pointwise_ablation=True, encoder=WORDS)
+    # a scripted judge reading the truth needs the held-out future a simulated judge gets
+    cfg = SaerConfig(n_customers=9, n_boot=200, pointwise_ablation=True, encoder=WORDS, heldout=saer.SIM_HELDOUT)
     run = saer.run(scripted_judge(truth_judge), ds, cfg)
     assert run.panel.users == [24, 10, 14, 6, 1, 17, 3, 4, 2]
     assert set(run.timings) == {
@@ -300,8 +304,53 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     assert {k: len(v) for k, v in run.items().items()} == {"pointwise": 54, "pairwise": 18, "adversarial": 27}
 
 
+def test_an_llm_run_sees_the_whole_history_and_only_a_simulated_run_holds_out_the_future(tmp_path, scripted_judge):
+    """Issue 24, item 3: the held-out split exists only so the simulated judge has a truth; an LLM judge reads each
+    customer's last interactions, and the recommenders train on them."""
+    ds = _toy_dataset()
+    cfg = SaerConfig(n_customers=6, prompt_versions=("v3",), n_boot=20, encoder=WORDS, max_history=None)
+    client = scripted_judge(_always_set_1)
+    llm = saer.run(client, ds, cfg)
+    assert llm.config.heldout == 0 and llm.panel.heldout == 0 and llm.panel.hits is None
+    assert all(r.truth is None for r in _requests(client) if r.metadata and r.metadata["task"] != "adversarial")
+    inter = ds.interactions.sort_values(["user", "timestamp", "item"])
+    for u in llm.panel.users:
+        last = inter.loc[inter["user"] == u].tail(saer.SIM_HELDOUT)
+        ctx = llm.panel.contexts[u]
+        assert set(last["item"]) <= {i for i, _, _ in (*ctx.history, *ctx.disliked)}
+        assert ctx.window_end == int(last["timestamp"].max())
+        # recommenders trained on the last interactions too: they are seen, so never recommended back
+        assert not set(last["item"]) & set(llm.panel.lists["co-occurrence"][u])
+
+    sim = JudgeClient(model="sim", backend="sim", run_dir=tmp_path / "sim", progress=False)
+    try:
+        simulated = saer.run(sim, ds, cfg)
+    finally:
+        sim.close()
+    assert simulated.panel.users == llm.panel.users
+    assert simulated.config.heldout == saer.SIM_HELDOUT and simulated.panel.hits is not None
+    for u in simulated.panel.users:
+        last = inter.loc[inter["user"] == u].tail(saer.SIM_HELDOUT)
+        ctx = simulated.panel.contexts[u]
+        assert not set(last["item"]) & {i for i, _, _ in (*ctx.history, *ctx.disliked)}
+    with pytest.raises(ValueError, match="resolve"):
+        saer.build_panel(ds, cfg)  # heldout None: the judge decides, so a bare panel cannot
+    # the notebook's sentences come from the run
+    liked = sum(c.n_liked for c in llm.panel.contexts.values())
+    llm_lines = context_lines(llm)
+    assert llm_lines[0].startswith("Context: every item of each customer's 180-day window (max_history=None)")
+    assert f"shown: {liked} of {liked} liked" in llm_lines[0]
+    assert llm_lines[1].startswith("Nothing held out")
+    assert context_lines(simulated)[1].startswith(f"Held-out future: each customer's last {saer.SIM_HELDOUT} ")
+    cut = context_lines(saer.run(scripted_judge(_always_set_1), ds, replace(cfg, max_history=2)))[0]
+    assert "the 2 newest liked and the 2 newest disliked" in cut
+
+
 def test_config_checks_min_interactions_and_encoder():
     with pytest.raises(ValueError, match="min_interactions"):
-        SaerConfig(min_interactions=5)
+        SaerConfig(min_interactions=5)  # a simulated-judge run holds out 5
+    assert SaerConfig(min_interactions=2, heldout=0).resolved("simulated judge").heldout == 0  # given: kept
+    with pytest.raises(ValueError, match="max_history"):
+        SaerConfig(max_history=0)
     with pytest.raises(ValueError, match="encoder"):
         SaerConfig(encoder="bert")

@@ -95,7 +95,7 @@ def test_context_from_amazon_files_in_published_format(tmp_path):
     assert ctx.window_end == t_end
     assert [i for i, _, _ in ctx.history] == [code["B005"], code["B004"], code["B002"]]  # newest first, >= 3 stars
     assert [i for i, _, _ in ctx.disliked] == [code["B003"]]
-    assert ctx.n_window == 4  # B001 is older than 180 days
+    assert (ctx.n_liked, ctx.n_disliked) == (3, 1)  # B001 is older than 180 days
     text = ctx.render(cat)
     assert "Old Lipstick" not in text
     assert "Heat Protectant Spray | Styling Products | 5 stars" in text
@@ -130,12 +130,21 @@ def test_context_movies_truncates_history_and_orders_newest_first():
     )
     ctx = build_context(inter, cat, 1, "movies", max_history=4)
     assert [i for i, _, _ in ctx.history] == [15, 13, 12, 10]
-    assert [i for i, _, _ in ctx.disliked] == [14, 11, 8]
+    assert [i for i, _, _ in ctx.disliked] == [14, 11, 8, 5]  # the cut applies to each list
+    assert (ctx.n_liked, ctx.n_disliked) == (10, 5)  # counted before the cut
     text = ctx.render(cat)
     assert text.startswith("Movies watched and liked (rated 3-5 stars), last 6 months, newest first:")
     assert "Watched but disliked (rated 1-2 stars): Movie 14" in text
+    # the paper's context (no cut): every item of the window, every category of the 5 latest
+    whole = build_context(inter, cat, 1, "movies", max_history=None)
+    assert [i for i, _, _ in whole.history] == [15, 13, 12, 10, 9, 7, 6, 4, 3, 1]
+    assert [i for i, _, _ in whole.disliked] == [14, 11, 8, 5, 2]
+    latest_genres = {g for i in range(11, 16) for g in cat.categories[i]}
+    assert set(whole.recent_categories) == latest_genres
     with pytest.raises(ValueError, match="no interactions"):
         build_context(inter, cat, 99, "movies")
+    with pytest.raises(ValueError, match="max_history"):
+        build_context(inter, cat, 1, "movies", max_history=0)
 
 
 # -- prompt files --------------------------------------------------------------------------------

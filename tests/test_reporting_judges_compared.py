@@ -4,6 +4,7 @@ usage, agreement."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,31 @@ def test_agreement_on_the_items_both_judged(scripted_judge, isolated_runs: Path)
     assert row["n both labelled"] == 8
     assert row["raw_agreement"] == pytest.approx(6 / 8)
     assert 0.5 < row["kappa"] < 1 and row["low"] < row["kappa"] < row["high"]
+
+
+def arena_run(name: str, data: str) -> compare.Run:
+    """A run whose only result is one arena comparison (NRMS vs FM), on ``data``."""
+    group = {"x": "NRMS", "y": "FM", "source": "adjudicated"}
+    results = [
+        result("win_pct", 60.0, 50.0, 70.0, 100, "Wilson", **group),
+        result("Q", 1.5, 1.2, 1.9, 100, "bootstrap", **group),
+    ]
+    res = {
+        "data": data,
+        "judge": {"kind": "llm", "model_name": f"model-{name}", "name": name},
+        "results": [asdict(r) for r in results],
+    }
+    return compare.Run(name, {"judge": {"name": name, "model": f"model-{name}"}}, {"03_recsys_arena": res})
+
+
+@pytest.mark.parametrize(
+    ("data", "datasets"),
+    [("MIND small (real, Microsoft News)", {"MIND"}), ("MovieLens-100K (real, GroupLens)", {"MovieLens"})],
+)
+def test_arena_paper_rows_follow_the_run_dataset(data: str, datasets: set[str]) -> None:
+    table = compare.arena_table([arena_run("a", data)])
+    paper = table[table["kind"] == "paper"]
+    expected = compare.paper_table("arena_table2")
+    expected = expected[expected["dataset"].isin(datasets)]
+    assert len(paper) == len(expected) > 0
+    assert set(paper["win % [95% CI]"]) == {f"{w:.1f}" for w in expected["win"]}

@@ -1,13 +1,19 @@
 """RecSys Arena (Wu et al. 2024): train recommenders, offline metrics, pairwise and absolute judging.
 
-``run(judge, dataset, ArenaConfig(...))``. Protocol (choices the paper leaves open are stated here):
+``run(judge, dataset, ArenaConfig(...))``. Protocol (choices the paper leaves open are stated here; the authors'
+code, ``anonyProjects/RecSys-Arena``, settles some of them, see :func:`recjudge_utils.reporting.arena.setup_table`):
 
 * split: per user, the last ``n_test`` interactions by timestamp are the test set, the rest train
   (every interaction is an implicit positive; :func:`~recjudge_utils.splitting.temporal.split_last_n`); the
-  judge sees the user's ``n_history`` most recent training items;
+  judge sees the user's ``n_history`` most recent training items (the authors' code: 5). The paper describes no
+  split; the authors' prediction files label each listed item 1 (a held-out positive, with its timestamp) or 0
+  (timestamp 0), and their five models' lists share most items, i.e. they rank a small per-user candidate pool
+  whose construction is not published. Here every model ranks every item the user has not trained on;
 * offline metrics over all users with test items: AUC (test items vs every item the user has not
-  interacted with), nDCG@k (binary), URD@k (genre Jaccard), see :mod:`recjudge_utils.metrics.offline`;
-* judged users: ``n_users`` drawn at random (seeded) among the users with test items;
+  interacted with), nDCG@k (binary), URD@k (genre Jaccard), see :mod:`recjudge_utils.metrics.offline`; the
+  paper names the metrics but not how AUC's negatives are chosen;
+* judged users: ``n_users`` drawn at random (seeded) among the users with test items (the authors' code: the
+  first 1,000 user ids);
 * comparisons: every recommender vs the baseline (FM, as in Table 2), plus the ``n_close_pairs`` pairs of
   non-baseline recommenders with the closest offline AUC (Figures 3-4); each judged in both orders unless
   ``both_orders=False`` (then only with x shown as A, as in the paper).
@@ -74,17 +80,18 @@ PAPER_NAMES = {"fm": "FM", "minilm-content": "NRMS", "lightgcn": "LightGCN", "sa
 
 @dataclass(frozen=True)
 class ArenaConfig:
-    """Demo defaults; the paper judged its whole test set with larger models and longer training."""
+    """Demo defaults. Paper scale follows the authors' code (1,000 users per comparison, 5 history items), with
+    longer training; the paper's judges were far larger."""
 
     recommenders: tuple[str, ...] = DEFAULT_RECOMMENDERS
     baseline: str = "fm"
     top_k: int = 5
-    n_users: int = 2  # judged users; 0 = every user with test items
+    n_users: int = 2  # judged users; 0 = every user with test items (the authors' code: 1,000)
     aspects: tuple[str, ...] | Mapping[str, str] | None = None
     both_orders: bool = True
     n_close_pairs: int = 1
     absolute: bool = True
-    n_history: int = 10
+    n_history: int = 10  # the user's most recent training items shown (the authors' code: 5)
     n_test: int = 10
     train_budget: str = "small"
     n_boot: int = 2000  # bootstrap resamples of every CI of Q and of the paired differences

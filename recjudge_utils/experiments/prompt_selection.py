@@ -32,7 +32,8 @@ __all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run", "save_selection
 
 @dataclass(frozen=True)
 class PromptSelectionConfig:
-    """Demo defaults; paper scale is ``n_pairs=None`` (every pair not used for examples, 2,150 in the paper)."""
+    """Demo defaults; paper scale is ``n_pairs=None``: every pair of the users no few-shot example comes from (the
+    paper judged all 2,150 pairs; the example users' pairs are left out here, so fewer are judged)."""
 
     templates: tuple[str, ...] = TEMPLATES
     n_pairs: int | None = 10

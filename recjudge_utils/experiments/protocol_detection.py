@@ -311,13 +311,20 @@ class SaerDetection:
     consistency: pd.DataFrame  # per position bias: swap consistency, expected value
     labels: pd.DataFrame  # pointwise label shares: truth, two annotators, strict merge (+ kappa vs truth)
     verdicts: pd.DataFrame  # pairwise verdict shares: truth, two annotators, conservative merge
+    customers: int  # customers in the panel
+    heldout: int  # each customer's last interactions held out as the future the truth is read from
 
 
 def saer_config(config: DetectionConfig) -> saer.SaerConfig:
-    """Chapter 4's config for this chapter's panel: ``config.saer_customers`` customers and the main prompt version
-    only; every other value (history, minimum interactions, held-out interactions, list length) is chapter 4's."""
+    """Chapter 4's config for this chapter's panel: ``config.saer_customers`` customers, the main prompt version
+    only and the held-out future of a simulated-judge run (each customer's last :data:`~saer.SIM_HELDOUT`
+    interactions, the truth); every other value (history, minimum interactions, list length) is chapter 4's."""
     return saer.SaerConfig(
-        n_customers=config.saer_customers, prompt_versions=("v3",), main_version="v3", seed=config.seed
+        n_customers=config.saer_customers,
+        prompt_versions=("v3",),
+        main_version="v3",
+        seed=config.seed,
+        heldout=saer.SIM_HELDOUT,
     )
 
 
@@ -338,6 +345,9 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -
     cfg = saer_config(config)
     panel = saer.build_panel(dataset, cfg)
     users, (alg_a, alg_b) = panel.users, saer.ALGORITHMS
+    hits = panel.hits
+    if hits is None:
+        raise ValueError("chapter 5's SAER panel needs a held-out future (heldout > 0)")
 
     adv_rows = []
     for c in config.neglects:
@@ -352,7 +362,7 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -
             {"context_neglect": c, "outcome": "expected correct", "share": 1.0 - c, "lo": np.nan, "hi": np.nan}
         )
 
-    no_pref = float(np.mean([panel.hits[alg_a][u] == panel.hits[alg_b][u] for u in users]))
+    no_pref = float(np.mean([hits[alg_a][u] == hits[alg_b][u] for u in users]))
     cons_rows = []
     for b in config.biases:
         client = sim(position_bias=b, seed=config.seed)
@@ -369,13 +379,9 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -
         )  # fmt: skip
 
     # two noisy annotators, merged the SAER way
-    truth_labels = [
-        (t := list_label_truth(panel.hits[alg][u])).labels[t.level] for alg in saer.ALGORITHMS for u in users
-    ]
+    truth_labels = [(t := list_label_truth(hits[alg][u])).labels[t.level] for alg in saer.ALGORITHMS for u in users]
     truth_verdicts = [
-        TIE
-        if panel.hits[alg_a][u] == panel.hits[alg_b][u]
-        else (alg_a if panel.hits[alg_a][u] > panel.hits[alg_b][u] else alg_b)
+        TIE if hits[alg_a][u] == hits[alg_b][u] else (alg_a if hits[alg_a][u] > hits[alg_b][u] else alg_b)
         for u in users
     ]
     annotators: dict[str, list[str | None]] = {}
@@ -412,7 +418,12 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -
         for v in (alg_a, TIE, alg_b):
             verdict_rows.append({"verdicts": source, "verdict": v, "share": vals.count(v) / len(vals)})
     return SaerDetection(
-        pd.DataFrame(adv_rows), pd.DataFrame(cons_rows), pd.DataFrame(label_rows), pd.DataFrame(verdict_rows)
+        pd.DataFrame(adv_rows),
+        pd.DataFrame(cons_rows),
+        pd.DataFrame(label_rows),
+        pd.DataFrame(verdict_rows),
+        customers=len(users),
+        heldout=panel.heldout,
     )
 
 
@@ -463,8 +474,7 @@ def reevaluation_noise(
     judged = next(iter(sources.values()))
     sources = {"truth": judged.assign(score=judged["truth_g"].astype(float)), **sources}
     per_user = {
-        src: per_user_metrics(recs, fold.test, j, k=cfg.top_k, pool_rs=list(names)).set_index(["rs", "user"])
-        for src, j in sources.items()
+        src: per_user_metrics(recs, fold.test, j, k=cfg.top_k).set_index(["rs", "user"]) for src, j in sources.items()
     }
     a, b = names
     gap_rows = []

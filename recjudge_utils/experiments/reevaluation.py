@@ -6,7 +6,9 @@ Section 5, Table 3).
 1. ``prepare_folds``: positives (rating >= 4), the temporal global split (:mod:`recjudge_utils.splitting.temporal`,
    with its unseen-user/item rules), the *evaluation users* of a fold (test users with training history and at
    least one test positive among training items) and a seeded sample of ``n_users`` of them to be judged (the
-   same users for every recommender).
+   same users for every recommender). The models defined on explicit ratings (KFN, UAUM) also get every rating
+   of the training slices: the training positives and the lower ratings ordered among them (see
+   :func:`training_ratings`), never a validation or test row.
 2. ``fit_fold``: every RS through the one training path (:func:`recjudge_utils.recommenders.training.train`) with
    its tuning option: TPE on validation Recall@10 (``n_trials`` per RS per fold) and the best trial's model, stored
    so that another run (another judge) loads it. The studies live in ``optuna_storage`` (default: the journal file
@@ -14,10 +16,12 @@ Section 5, Table 3).
    (``python -m recjudge_utils.book tune``) tune the studies a run then finds complete.
 3. ``top_k_frame``: top-k lists (training items excluded) for every evaluation user.
 4. ``judge_recommendations``: every distinct (user, item) pair of the judged users' lists, over all
-   recommenders, is judged **once** with the serendipity judge; the history is the user's last ``n_history``
-   training items; few-shot examples never come from a judged user.
-5. :mod:`recjudge_utils.metrics.serendipity_at_k`: Precision/NDCG@k for accuracy and serendipity, Avg.Score@k,
-   each with its bootstrap CI over users; ``random_tests``: each RS against Random on the judged users.
+   recommenders (Pop and Random included: every reported list is judged), is judged **once** with the
+   serendipity judge; the history is the user's last ``n_history`` training items; few-shot examples never come
+   from a judged user.
+5. :mod:`recjudge_utils.metrics.serendipity_at_k`: Precision/NDCG@k for accuracy and serendipity (each list
+   scored on its own items' scores), Avg.Score@k, each with its bootstrap CI over users; ``random_tests``: each
+   RS against Random on the judged users.
 
 Tables, figures and observations: :mod:`recjudge_utils.reporting.reevaluation`.
 """
@@ -72,13 +76,12 @@ __all__ = [
     "random_tests",
     "run",
     "top_k_frame",
+    "training_ratings",
     "tune_studies",
     "tuning_line",
 ]
 
 ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
-#: the paper's six recommenders: their judged items make the serendipitous pool (Pop and Random are extra baselines)
-PAPER_RECOMMENDERS = ("bprmf", "sasrec", "kfn", "uaum", "desr", "purs")
 SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged users only
 
 
@@ -136,7 +139,8 @@ class Fold:
     judged_users: np.ndarray
     report: UnseenReport
     time_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # train start, train end, test start, test end
-    #: every rating (1-5 stars) inside the training period, for the models defined on explicit ratings
+    #: every rating (1-5 stars) of the training slices (:func:`training_ratings`), for the models defined on
+    #: explicit ratings
     train_ratings: pd.DataFrame | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -166,24 +170,35 @@ def prepare_folds(
     train_slices: int = 6,
 ) -> list[Fold]:
     """Positives + temporal split per fold + evaluation users + seeded sample of ``n_users`` judged users (0: all)."""
-    pos = positive_interactions(interactions, threshold) if "rating" in interactions.columns else interactions
+    has_ratings = "rating" in interactions.columns
+    pos = positive_interactions(interactions, threshold) if has_ratings else interactions
+    ordered = pos.sort_values(["timestamp", "user", "item"], kind="mergesort")
+    b = slice_bounds(len(ordered), n_slices)
+    ts = ordered["timestamp"].to_numpy()
     out = []
     for f in range(folds):
         train, valid, test = split_global_time(pos, n_slices, train_slices, fold=f)
         _, _, raw_test = split_global_time(pos, n_slices, train_slices, fold=f, drop_unseen=False)
         users = np.sort(test["user"].unique()).astype(np.int64)
         judged = np.asarray(sample_users(users, n_users, seed=[seed, f]), dtype=np.int64)
-        ordered = pos.sort_values(["timestamp", "user", "item"], kind="mergesort")
-        b = slice_bounds(len(ordered), n_slices)
-        ts = ordered["timestamp"].to_numpy()
         last = f + train_slices + 1
         span = (int(ts[b[f]]), int(ts[b[f + train_slices] - 1]), int(ts[b[last]]), int(ts[b[last + 1] - 1]))
-        ratings = None
-        if "rating" in interactions.columns:
-            in_period = interactions["timestamp"].between(span[0], span[1])
-            ratings = interactions.loc[in_period].reset_index(drop=True)
+        ratings = training_ratings(interactions, b[f], b[f + train_slices], threshold) if has_ratings else None
         out.append(Fold(f, train, valid, test, users, judged, unseen_report(raw_test, train), span, ratings))
     return out
+
+
+def training_ratings(interactions: pd.DataFrame, start: int, stop: int, threshold: float = 4) -> pd.DataFrame:
+    """Every rating of a fold's training slices, chosen by the split's own membership: all interactions in the
+    split's order (timestamp, then user, then item) from the first training positive (positive number ``start``
+    in that order) to the last (number ``stop - 1``). Its positives are exactly the training slices' rows, so no
+    validation or test row enters, even one that shares the last training timestamp."""
+    ordered = interactions.sort_values(["timestamp", "user", "item"], kind="mergesort").reset_index(drop=True)
+    if stop <= start:
+        return ordered.iloc[:0]
+    # the positives keep in this order the relative order the split gives them (the same stable sort, same keys)
+    where = np.flatnonzero(ordered["rating"].to_numpy() >= threshold)
+    return ordered.iloc[where[start] : where[stop - 1] + 1].reset_index(drop=True)
 
 
 def fit_fold(
@@ -457,8 +472,7 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
             judgments.insert(0, "fold", f.fold)
             judg_all.append(judgments)
             timings["judge recommendations"] = timings.get("judge recommendations", 0.0) + time.perf_counter() - t
-        pool = [r for r in cfg.recommenders if r in PAPER_RECOMMENDERS] or list(cfg.recommenders)
-        per_user_all.append(per_user_metrics(recs, f.test, judgments, k=cfg.top_k, fold=f.fold, pool_rs=pool))
+        per_user_all.append(per_user_metrics(recs, f.test, judgments, k=cfg.top_k, fold=f.fold))
         fitted_all.append(fitted)
         recs_all.append(recs)
     per_user = pd.concat(per_user_all, ignore_index=True)

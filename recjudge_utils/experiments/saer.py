@@ -1,9 +1,8 @@
 """SAER's offline evaluation (Liu et al., SIGIR '26): customers, two recommenders, three judge runs.
 
 ``run(judge, dataset, SaerConfig(...))`` builds the panel (:func:`build_panel`: customers sampled stratified by
-engagement, each one's last ``heldout`` interactions held out as the future the truth is read from, each one's
-context from :mod:`recjudge_utils.protocols.context.saer`, the top-k lists of the co-occurrence and the embedding
-recommender) and asks the judge for
+engagement, each one's context from :mod:`recjudge_utils.protocols.context.saer`, the top-k lists of the
+co-occurrence and the embedding recommender) and asks the judge for
 
 1. pointwise labels (Table 1) with the main prompt version, and with every other prompt version on the
    same lists when ``pointwise_ablation`` is on (so prompt versions can be compared as labelers);
@@ -11,6 +10,11 @@ recommender) and asks the judge for
    :func:`recjudge_utils.protocols.pairwise.games` (Table 2);
 3. adversarial pairs (genuine list vs another customer's list, random position) under every prompt
    version (Table 3; :mod:`recjudge_utils.protocols.adversarial`).
+
+**Held-out future: simulated judges only.** An LLM judge, as in the paper, reads each customer's full history, and
+both recommenders train on every interaction. A simulated judge answers from a truth, so for it (and in chapter 5)
+each sampled customer's last ``heldout`` interactions are held out of the context and of the training, and the
+truth is read from them (:meth:`SaerConfig.resolved`); the paper has no such split.
 
 Requests are grouped by template so the backend can reuse each template's fixed prefix. Unparsed answers stay
 in the frames (status "unparsed", label None): every table counts them. Every share comes with its 95% Wilson
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import combinations
 from typing import Any, ClassVar
@@ -37,6 +41,7 @@ from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
+from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue
 from recjudge_utils.metrics.agreement import agreement, pairwise_order
 from recjudge_utils.metrics.intervals import wilson
@@ -62,6 +67,7 @@ __all__ = [
     "PAIRWISE_OUTCOMES",
     "PAPER_CALLS",
     "SAER_MODELS",
+    "SIM_HELDOUT",
     "SaerConfig",
     "SaerPanel",
     "SaerRun",
@@ -88,6 +94,8 @@ SAER_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 PAPER_CALLS = 400 + 400 + 300
 PAPER_MINUTES = 30.0
 PAPER_USD = 28.0
+#: each customer's last interactions a simulated-judge run holds out as the future its truth is read from
+SIM_HELDOUT = 5
 
 
 class WordCounts:
@@ -118,7 +126,7 @@ ENCODERS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class SaerConfig:
-    """Run size and settings. Paper scale: n_customers=200, n_adversarial=100."""
+    """Run size and settings. Paper scale: n_customers=200, n_adversarial=100, max_history=None."""
 
     n_customers: int = 4
     top_k: int = 10
@@ -126,12 +134,12 @@ class SaerConfig:
     main_version: str = "v3"
     seed: int = 0
     window_days: int = 180
-    max_history: int = 8
+    max_history: int | None = 8  # newest liked and disliked items shown per customer; None: the whole window (paper)
     min_interactions: int = 6  # customers with fewer interactions are not sampled
     pointwise_ablation: bool = False
     n_adversarial: int | None = None  # default: every sampled customer (paper: 100 of 200)
     n_boot: int = 1000
-    heldout: int = 5  # each customer's last interactions, held out as the future the truth is read from
+    heldout: int | None = None  # held-out last interactions; None: SIM_HELDOUT for a simulated judge, 0 for an LLM
     encoder: str = "minilm"  # the embedding recommender's item encoder (a key of ENCODERS)
 
     def __post_init__(self) -> None:
@@ -142,16 +150,28 @@ class SaerConfig:
             raise ValueError("n_customers must be at least 2 (adversarial pairs need another customer)")
         if self.top_k < 1:
             raise ValueError("top_k must be positive")
-        if self.heldout < 1:
-            raise ValueError("heldout must be at least 1 (the truth is read from the held-out future)")
-        if self.min_interactions <= self.heldout:
+        if self.max_history is not None and self.max_history < 1:
+            raise ValueError("max_history must be positive, or None for the whole window")
+        if self.heldout is not None and self.heldout < 0:
+            raise ValueError("heldout must be >= 0 (0: nothing held out), or None to let the judge decide")
+        held = SIM_HELDOUT if self.heldout is None else self.heldout
+        if self.min_interactions <= held:
             raise ValueError("min_interactions must exceed heldout (a customer needs a history beside the future)")
         if self.encoder not in ENCODERS:
             raise ValueError(f"unknown encoder {self.encoder!r}; known: {sorted(ENCODERS)}")
 
+    def resolved(self, judge_name: str) -> SaerConfig:
+        """This config with ``heldout`` decided for the judge named ``judge_name``: as given, else
+        :data:`SIM_HELDOUT` for a simulated judge (it answers from the held-out future) and 0 for an LLM (it reads
+        the full history, as in the paper)."""
+        if self.heldout is not None:
+            return self
+        return replace(self, heldout=SIM_HELDOUT if judge_name.startswith(SIM_PREFIX) else 0)
+
 
 def sample_customers(interactions: pd.DataFrame, n: int, seed: int = 0, min_interactions: int = 5) -> pd.DataFrame:
-    """Stratified random sample over engagement levels (tertiles of interaction counts), as in the paper.
+    """Stratified random sample over engagement levels: the paper's "stratified random sample ... spanning diverse
+    engagement levels" (Sec. 3.4) does not say which strata; the book's are tertiles of interaction counts.
 
     Returns columns user, n_interactions, engagement ("low"/"medium"/"high"), one row per customer,
     drawn round-robin from the three strata with ``default_rng(seed)``.
@@ -176,7 +196,7 @@ def sample_customers(interactions: pd.DataFrame, n: int, seed: int = 0, min_inte
 
 def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(visible, future): each listed customer's last ``n`` interactions by time are the future, held out of the
-    context and of the recommenders' training, so that a truth exists (the held-out positives)."""
+    context and of the recommenders' training, so that a simulated judge has a truth (the held-out positives)."""
     chosen = interactions.loc[interactions["user"].isin(list(users))]
     ordered = chosen.sort_values(["user", "timestamp", "item"], kind="mergesort")
     future_index = ordered.groupby("user", sort=False).tail(n).index
@@ -184,8 +204,9 @@ def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> t
 
 
 def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Recommender]:
-    """The paper's two algorithms fitted on ``visible`` (or loaded, or in plan mode stood in for) through the one
-    training path, :func:`~recjudge_utils.recommenders.training.train`."""
+    """The paper's two algorithms fitted on ``visible`` (every interaction, or all but the held-out future) through
+    the one training path, :func:`~recjudge_utils.recommenders.training.train` (or loaded, or in plan mode stood in
+    for)."""
     split = {"kind": "saer_heldout", "heldout": config.heldout, "dataset": dataset.name}
     models = {}
     for alg, (key, params) in SAER_MODELS.items():
@@ -198,15 +219,17 @@ def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig
 
 @dataclass(frozen=True)
 class SaerPanel:
-    """What every SAER task judges: the sampled customers, their contexts, the two algorithms' lists and how many
-    held-out future positives each list holds (the truth a simulated judge answers from)."""
+    """What every SAER task judges: the sampled customers, their contexts, the two algorithms' lists and, when a
+    future is held out, how many held-out future positives each list holds (the truth a simulated judge answers
+    from)."""
 
     domain: str
     customers: pd.DataFrame  # user, n_interactions, engagement
     contexts: dict[int, CustomerContext]
     catalogue: Catalogue
     lists: dict[str, dict[int, list[int]]]
-    hits: dict[str, dict[int, int]]
+    heldout: int  # each customer's last interactions held out of context and training (0: none)
+    hits: dict[str, dict[int, int]] | None  # None when nothing is held out (no truth)
 
     @property
     def users(self) -> list[int]:
@@ -216,27 +239,33 @@ class SaerPanel:
 
 def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] | None = None) -> SaerPanel:
     """Sample ``config.n_customers`` customers (with at least ``config.min_interactions``), hold out each one's last
-    ``config.heldout`` interactions, build the contexts, fit both algorithms on the rest and take their top-k
-    lists; ``timings`` (when given) receives the seconds of "load data" and "fit recommenders"."""
+    ``config.heldout`` interactions (none when 0; resolve None first with :meth:`SaerConfig.resolved`), build the
+    contexts, fit both algorithms on the rest and take their top-k lists; ``timings`` (when given) receives the
+    seconds of "load data" and "fit recommenders"."""
+    if config.heldout is None:
+        raise ValueError("config.heldout is None: resolve it for the judge first (SaerConfig.resolved)")
     t0 = time.perf_counter()
     inter = dataset.interactions
     domain = domain_for(dataset.name)
     catalogue = Catalogue.from_items(dataset.items)
     customers = sample_customers(inter, config.n_customers, seed=config.seed, min_interactions=config.min_interactions)
     users = [int(u) for u in customers["user"]]
-    visible, future = hold_out_last(inter, users, config.heldout)
+    visible, future = hold_out_last(inter, users, config.heldout) if config.heldout else (inter, inter.iloc[:0])
     contexts = {
         u: build_context(visible, catalogue, u, domain, window_days=config.window_days, max_history=config.max_history)
         for u in users
     }
     t1 = time.perf_counter()
     lists = top_lists(fit_recommenders(dataset, visible, config), users, config.top_k)
-    positives = {int(u): {int(i) for i in g} for u, g in future.loc[future["rating"] >= 4].groupby("user")["item"]}
-    hits = {alg: heldout_hits(lists[alg], positives) for alg in ALGORITHMS}
+    hits = None
+    if config.heldout:
+        liked = future.loc[future["rating"] >= 4]
+        positives = {int(u): {int(i) for i in g} for u, g in liked.groupby("user")["item"]}
+        hits = {alg: heldout_hits(lists[alg], positives) for alg in ALGORITHMS}
     if timings is not None:
         timings["load data"] = t1 - t0
         timings["fit recommenders"] = time.perf_counter() - t1
-    return SaerPanel(domain, customers, contexts, catalogue, lists, hits)
+    return SaerPanel(domain, customers, contexts, catalogue, lists, config.heldout, hits)
 
 
 # ----------------------------------------------------------------------------------------------- judging
@@ -265,7 +294,9 @@ def _main_first(config: SaerConfig) -> list[str]:
 
 def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.DataFrame:
     """One label per (prompt version, algorithm, customer): the main version, and every other one with
-    ``config.pointwise_ablation``; the truth attached is the label the list's held-out hits imply."""
+    ``config.pointwise_ablation``; the truth attached (when a future is held out) is the label the list's held-out
+    hits imply."""
+    hits = panel.hits
     rows = []
     for version in _main_first(config) if config.pointwise_ablation else [config.main_version]:
         tpl = load_template(panel.domain, "pointwise", version)
@@ -277,7 +308,7 @@ def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.Da
                 panel.lists[alg][u],
                 panel.catalogue,
                 {"user": u, "algorithm": alg, "prompt_version": version, "task": "pointwise"},
-                list_label_truth(panel.hits[alg][u]),
+                None if hits is None else list_label_truth(hits[alg][u]),
             )
             for u, alg in cases
         ]
@@ -309,13 +340,14 @@ def judge_pairwise(
     version = config.main_version
     tpl = load_template(panel.domain, "pairwise", version)
     a, b = ALGORITHMS
+    hits = panel.hits
     games_ = [
         Game(
             case={"user": u, "prompt_version": version},
             x=a,
             y=b,
-            x_evidence=panel.hits[a][u],
-            y_evidence=panel.hits[b][u],
+            x_evidence=None if hits is None else hits[a][u],
+            y_evidence=None if hits is None else hits[b][u],
         )
         for u in panel.users
     ]
@@ -621,7 +653,9 @@ class SaerRun(Run):
 
 
 def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
-    """Build the panel, run the three judge tasks with ``judge`` and compute every table's numbers."""
+    """Build the panel (a held-out future only for a simulated judge, see :meth:`SaerConfig.resolved`), run the
+    three judge tasks with ``judge`` and compute every table's numbers."""
+    config = config.resolved(judge.model_name)
     timings: dict[str, float] = {}
     panel = build_panel(dataset, config, timings)
     t0 = time.perf_counter()

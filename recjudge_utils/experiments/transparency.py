@@ -2,8 +2,9 @@
 
 ``run(judge, dataset, ArenaConfig(...))``: DeepFM is trained twice on chapter 3's split, with user features (age,
 gender, occupation, genres) and with user and item ids only (the paper's two models); both are judged pairwise, in
-both orders, on the Transparency aspect and overall, for the same judged users as
-:func:`recjudge_utils.experiments.arena.run` (same config, same seed), through the arena's own steps.
+both orders, with chapter 3's full six-aspect prompt (the paper reads the Transparency aspect of that judgment, Fig.
+5), for the same judged users as :func:`recjudge_utils.experiments.arena.run` (same config, same seed), through the
+arena's own steps. The tables read the Transparency verdict and the overall one of each answer.
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ __all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyRun", "run"]
 
 #: the two DeepFM models (x with user features, y with ids only) and the parameters that make them differ
 TRANSPARENCY_MODELS = {"deepfm+features": {"use_side_features": True}, "deepfm-ids": {"use_side_features": False}}
+#: the verdicts read from each six-aspect answer
 KEYS = ("transparency", OVERALL)
 
 
 @dataclass(kw_only=True)
 class TransparencyRun(Run):
-    """DeepFM with user features (x) against DeepFM with ids only (y), judged on Transparency and overall."""
+    """DeepFM with user features (x) against DeepFM with ids only (y), judged on all six aspects; the Transparency
+    and overall verdicts are read."""
 
     experiment: ClassVar[str] = "arena_transparency"
 
     config: ArenaConfig
     panel: ArenaPanel
-    raw: pd.DataFrame  # one row per (user, order), with the judge's analyses
+    raw: pd.DataFrame  # one row per (user, order): every aspect's verdict, with the judge's analyses
     adjudicated: pd.DataFrame
     outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect (transparency, overall) and source
 
@@ -64,8 +67,9 @@ class TransparencyRun(Run):
 
 
 def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> TransparencyRun:
-    """Train both DeepFM models, judge them against each other in both orders, and compute the tables' numbers."""
-    cfg = replace(config, aspects=("Transparency",), both_orders=True)
+    """Train both DeepFM models, judge them against each other in both orders with the full six-aspect prompt, and
+    compute the tables' numbers from the Transparency and overall verdicts."""
+    cfg = replace(config, aspects=None, both_orders=True)  # None: the six aspects of the prompt file
     timings: dict[str, float] = {}
     train, test = arena.split(dataset, cfg)
     budget = training_budget("arena", cfg.train_budget).get("deepfm", {})

@@ -2,10 +2,14 @@
 (paper: serendipity-llm-judge, Section 5, Table 3).
 
 * accuracy: Precision/NDCG@k against the user's test positives (every evaluation user);
-* serendipity: Precision/NDCG@k against the user's *pool* of judged items with score E >= 4 (TREC-style pooling:
-  only recommended items are judged, so the serendipitous ground truth of a user is every judged item of that
-  user that the judge scored 4 or 5, from the recommenders of the pool: the paper's six; the Pop and Random
-  baselines are scored against that pool without adding to it); Avg.Score@k, the mean score of the list.
+* serendipity: every reported list of a judged user is judged (its top k, Pop and Random included), and an item is
+  serendipitous when its own score E is at least 4 (the paper, Sec. 5.1: "items receiving an LLM-as-a-Judge score
+  E of four or higher were considered serendipitous"). Precision_ser@k is the share of the list's k slots holding
+  such an item. NDCG_ser@k is the list's DCG with gain 1 for such an item (discount 1/log2(rank + 1)) divided by
+  the DCG of the ideal ranking, which the paper does not define; here the ideal ranking is a list of k
+  serendipitous items, ``IDCG = sum_{r=1..k} 1/log2(r + 1)``, because the judge scores only recommended items
+  and no user has a known set of serendipitous items beyond them. Each list is thus scored on its own items
+  only, so no list's score depends on which other recommenders were run; Avg.Score@k, the mean score of the list.
 
 Unparsed judgments have no score: they count as "not shown to be serendipitous" in the numerators, are left
 out of Avg.Score, and are counted per recommender. :func:`summarise` averages per fold and then over folds
@@ -15,7 +19,6 @@ mean of fold means (no CI when only one user has a value: a bootstrap over one u
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -56,14 +59,12 @@ def per_user_metrics(
     k: int = 20,
     threshold: float = 4,
     fold: int = 0,
-    pool_rs: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per (rs, user): p_acc, n_acc for every user in ``recs``; p_ser, n_ser, avg, n_unparsed for judged ones.
 
     Users are judged when ``judgments`` holds at least one of their pairs; other users get NaN serendipity columns.
-    ``pool_rs`` (default: every RS) are the recommenders whose judged items make the serendipitous pool (the
-    ground truth of P_ser and the ideal ranking of N_ser); the others (e.g. the Pop and Random baselines) are
-    scored against that pool without adding to it.
+    A list item is serendipitous when its own judged score is at least ``threshold``; a slot without a parsed
+    score (or beyond the list's end) is not; the ideal ranking of N_ser is k serendipitous items (module docstring).
     """
     truth = ground_truth(test)
     users = np.sort(recs["user"].unique()).astype(np.int64)
@@ -71,16 +72,11 @@ def per_user_metrics(
     n_rel = np.array([len(r) for r in relevant])
     judged_users: np.ndarray = np.array([], dtype=np.int64)
     score_of: dict[tuple[int, int], float] = {}
-    pool: dict[int, set[int]] = {}
     if judgments is not None and len(judgments):
         judged_users = np.sort(judgments["user"].unique()).astype(np.int64)
         scores = pd.to_numeric(judgments["score"], errors="coerce").to_numpy(dtype=float)
-        pooled = recs if pool_rs is None else recs.loc[recs["rs"].isin(list(pool_rs))]
-        in_pool = set(zip(pooled["user"].astype(int), pooled["item"].astype(int), strict=True))
         for u, i, s in zip(judgments["user"].to_numpy(), judgments["item"].to_numpy(), scores, strict=True):
             score_of[(int(u), int(i))] = s
-            if s >= threshold and (int(u), int(i)) in in_pool:
-                pool.setdefault(int(u), set()).add(int(i))
     is_judged = np.isin(users, judged_users)
     frames = []
     for rs in recs["rs"].unique():
@@ -101,17 +97,16 @@ def per_user_metrics(
         df["n_unparsed"] = 0
         if is_judged.any():
             rows = np.flatnonzero(is_judged)
-            ser_sets = [pool.get(int(users[r]), set()) for r in rows]
-            ser_hits = hit_matrix(lists[rows], ser_sets)
-            n_ser = np.array([len(s) for s in ser_sets])
             sc = np.array(
                 [[score_of.get((int(users[r]), int(i)), np.nan) for i in lists[r]] for r in rows], dtype=float
-            )
+            ).reshape(len(rows), k)
             valid = lists[rows] >= 0
+            scored = valid & ~np.isnan(sc)
+            ser_hits = np.greater_equal(sc, threshold, where=scored, out=np.zeros(sc.shape, dtype=bool))
             with np.errstate(invalid="ignore"):
-                avg = np.nanmean(np.where(valid, sc, np.nan), axis=1) if sc.size else np.zeros(len(rows))
+                avg = np.nanmean(np.where(scored, sc, np.nan), axis=1)
             df.loc[rows, "p_ser"] = precision_at_k(ser_hits, k)
-            df.loc[rows, "n_ser"] = ndcg_at_k(ser_hits, n_ser, k)
+            df.loc[rows, "n_ser"] = ndcg_at_k(ser_hits, np.full(len(rows), k), k)
             df.loc[rows, "avg"] = avg
             df.loc[rows, "n_unparsed"] = (np.isnan(sc) & valid).sum(axis=1)
         frames.append(df)

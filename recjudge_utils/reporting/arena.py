@@ -17,6 +17,7 @@ from recjudge_utils.metrics.offline import pearson
 from recjudge_utils.reporting.paper import paper_table
 
 __all__ = [
+    "AUTHORS_CODE",
     "PAPER_TRANSPARENCY_CASES",
     "aspect_table",
     "close_pairs_table",
@@ -28,6 +29,7 @@ __all__ = [
     "paper_table2_wide",
     "paper_table3_recomputed",
     "relative_vs_absolute",
+    "setup_table",
     "table1",
     "table2",
     "table4",
@@ -37,6 +39,9 @@ __all__ = [
     "versus_table",
     "wtl_figure",
 ]
+
+#: the repository the paper links (github.com/anonyProjects/RecSys-Arena), file the settings below are read from
+AUTHORS_CODE = "anonyProjects/RecSys-Arena, prompt_template_gpt.py"
 
 #: the columns of one comparison's outcomes, in the order the tables show them
 _WTL = ["x", "y", "source", "n", "n_unjudged", "win", "tie", "lose", "Q", "win_lo", "win_hi", "Q_lo", "Q_hi", "rank"]
@@ -98,8 +103,61 @@ def table4(run: ArenaRun, source: str = "adjudicated") -> pd.DataFrame:
     return t
 
 
+def setup_table(run: ArenaRun) -> pd.DataFrame:
+    """The MovieLens setting of the authors' code (:data:`AUTHORS_CODE`; the paper's text leaves these open) beside
+    this run's, each with why the book differs where it does."""
+    cfg = run.config
+    n_candidates = int(run.offline["n_users"].max()) if len(run.offline) else 0
+    orders = (
+        "both orders; adjudicated = the agreeing verdict, a tie when the orders disagree (x_first is the authors' "
+        "order)"
+        if cfg.both_orders
+        else "one order, the tested model as A"
+    )
+    rows = [
+        (
+            "users per comparison",
+            "1,000: `for u_id in range(1000)`, the first 1,000 user ids of its processed ML-1M; every sheet in "
+            "AllResults/ sums to 1,000",
+            f"{len(run.panel.users)}, drawn at random (seed {cfg.seed}) among the {n_candidates} users with test items",
+            "`n_users`: a small demo by default; `--scale paper` asks for 1,000",
+        ),
+        (
+            "history shown",
+            "5 training positives (`label == 1`), the first five rows of the user's training file, introduced as "
+            "'recently watched'",
+            f"the {cfg.n_history} most recent training items by timestamp",
+            "the order of the authors' processed file is not published; the most recent items are what the prompt "
+            "calls 'recently watched'",
+        ),
+        (
+            "profile",
+            "user id, age bracket, occupation, gender",
+            "age (ML-1M: its bracket), occupation, gender, where the data has them; no user id",
+            "an id says nothing about the user's tastes",
+        ),
+        ("lists shown", "top 5 of A and of B (titles, genres)", f"top {cfg.top_k} of A and of B (titles, genres)", ""),
+        (
+            "orders",
+            "one: the tested model as A, FM as B",
+            orders,
+            "shows the position bias one order hides (the position table below; chapter 5)",
+        ),
+        (
+            "answer read",
+            "free text; a line counts for an aspect when it contains the aspect's name and 'A wins', 'B wins' or "
+            "'tie' (substring match)",
+            "one JSON object, exactly one verdict per aspect; anything else is unparsed and counted",
+            "a substring match can count a verdict the judge did not give and drops unreadable answers silently",
+        ),
+        ("judge", "GPT-4o, temperature 0", run.judge_name, "the run's judge profile"),
+    ]
+    return pd.DataFrame(rows, columns=["setting", f"authors' code ({AUTHORS_CODE})", "this run", "why it differs"])
+
+
 def relative_vs_absolute(run: ArenaRun, source: str = "adjudicated") -> pd.DataFrame:
-    """Figure 6 data: per non-baseline model, AUC, Q vs baseline and mean absolute score, raw and min-max normalised."""
+    """Figure 6 data: per non-baseline model, AUC, Q vs baseline and mean absolute score, raw and min-max normalised
+    (the book's normalisation: the paper shows "normalized results" without saying how)."""
     t = versus_table(run, source).set_index("x")
     auc = run.offline.set_index("rs")["auc"]
     abs_mean = run.absolute.groupby("model")["score"].mean() if len(run.absolute) else pd.Series(dtype=float)
@@ -152,7 +210,8 @@ def paper_table3_recomputed() -> pd.DataFrame:
 
 
 def figure6(run: ArenaRun, source: str = "adjudicated") -> Figure:
-    """AUC, Q and mean absolute score per non-baseline model, min-max normalised as in the paper's Figure 6."""
+    """AUC, Q and mean absolute score per non-baseline model, min-max normalised (the book's choice: the paper's
+    Figure 6 shows "normalized results" without saying how)."""
     long = relative_vs_absolute(run, source=source).melt(
         id_vars="model",
         value_vars=["AUC (normalised)", "Q (normalised)", "absolute (normalised)"],

@@ -11,7 +11,7 @@ from pandas.io.formats.style import Styler
 
 from recjudge_utils.judge.types import Judge
 
-__all__ = ["captioned", "error_bars", "judge_caveat", "usage_footer"]
+__all__ = ["captioned", "error_bars", "estimate_cell", "judge_caveat", "usage_footer"]
 
 #: how the book names judges whose numbers cannot be read as a judge's opinion
 SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
@@ -38,6 +38,30 @@ def usage_footer(client: Judge) -> pd.DataFrame:
     usage = usage_summary() if callable(usage_summary) else pd.DataFrame()
     print(f"Usage - judge {client.model_name} (cache hits cost nothing; seconds = summed call latency)")
     return usage
+
+
+def estimate_cell(value: object, low: object = None, high: object = None, digits: int = 3, scale: float = 1.0) -> str:
+    """An estimate and its interval in one table cell, ``61.1 [55.2, 66.8]``, for people rather than machines.
+
+    A missing estimate reads ``n/a``; a missing or NaN bound leaves the bare estimate (a count, a paper's
+    number); an infinite value (Q with no losses) reads ``∞``."""
+
+    def number(x: object) -> float | None:
+        try:
+            f = float(x)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return None if np.isnan(f) else f * scale
+
+    def text(x: float) -> str:
+        return ("∞" if x > 0 else "-∞") if np.isinf(x) else f"{x:.{digits}f}"
+
+    point, lo, hi = number(value), number(low), number(high)
+    if point is None:
+        return "n/a"
+    if lo is None or hi is None:
+        return text(point)
+    return f"{text(point)} [{text(lo)}, {text(hi)}]"
 
 
 def captioned(frame: pd.DataFrame, title: str, precision: int = 1) -> Styler:

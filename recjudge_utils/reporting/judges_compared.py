@@ -13,6 +13,7 @@ Fleiss' kappa (statsmodels) for three or more judges.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -28,7 +29,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from recjudge_utils.metrics.agreement import weighted_kappa_ci
 from recjudge_utils.paths import MANIFEST_FILE, runs_dir
 from recjudge_utils.protocols.saer import VERSION_NAMES
-from recjudge_utils.reporting.display import error_bars
+from recjudge_utils.reporting.display import error_bars, estimate_cell
 from recjudge_utils.reporting.paper import paper_table
 from recjudge_utils.reporting.results import RESULTS_FILE, USAGE_FILE, read_results
 
@@ -36,6 +37,7 @@ __all__ = [
     "Run",
     "agreement_display",
     "agreement_table",
+    "arena_paper_datasets",
     "arena_table",
     "fleiss_table",
     "judges_table",
@@ -179,15 +181,6 @@ def _rows(runs: list[Run], notebook: str) -> pd.DataFrame:
     return pd.DataFrame(frames)
 
 
-def _fmt(value: Any, low: Any, high: Any, scale: float = 1.0, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "n/a"
-    text = f"{float(value) * scale:.{digits}f}"
-    if low is not None and high is not None and not (isinstance(low, float) and np.isnan(low)):
-        text += f" [{float(low) * scale:.{digits}f}, {float(high) * scale:.{digits}f}]"
-    return text
-
-
 def judges_table(runs: list[Run]) -> pd.DataFrame:
     """The judges present: run, profile, model, kind, scale and status from each run's manifest, and the data each
     notebook ran on (plus the notebooks left out because another judge made them, when there are any)."""
@@ -268,11 +261,13 @@ def serendipity_table(runs: list[Run]) -> pd.DataFrame:
                 "template": template,
                 "judge": label,
                 "kind": grp["kind"].iloc[0],
-                "MAE [95% CI]": _fmt(cell("mae", "value"), cell("mae", "low"), cell("mae", "high")),
-                "3-class acc % [95% CI]": _fmt(
-                    cell("acc3", "value"), cell("acc3", "low"), cell("acc3", "high"), 100, 1
+                "MAE [95% CI]": estimate_cell(cell("mae", "value"), cell("mae", "low"), cell("mae", "high")),
+                "3-class acc % [95% CI]": estimate_cell(
+                    cell("acc3", "value"), cell("acc3", "low"), cell("acc3", "high"), digits=1, scale=100
                 ),
-                "kappa [95% CI]": _fmt(cell("kappa_qw", "value"), cell("kappa_qw", "low"), cell("kappa_qw", "high")),
+                "kappa [95% CI]": estimate_cell(
+                    cell("kappa_qw", "value"), cell("kappa_qw", "low"), cell("kappa_qw", "high")
+                ),
                 "n": None if cell("mae", "n") is None else int(cell("mae", "n")),
             }
         )
@@ -330,7 +325,7 @@ def reevaluation_table(runs: list[Run]) -> pd.DataFrame:
         m = grp.set_index("metric")
         row = {"rs": rs, "judge": judge, "kind": grp["kind"].iloc[0]}
         for metric, label in (("p_acc", "P_acc@k %"), ("p_ser", "P_ser@k %"), ("avg", "Avg.Score@k")):
-            row[label] = _fmt(m.loc[metric, "value"], m.loc[metric, "low"], m.loc[metric, "high"], digits=2)
+            row[label] = estimate_cell(m.loc[metric, "value"], m.loc[metric, "low"], m.loc[metric, "high"], digits=2)
         out.append(row)
     return pd.DataFrame(out).sort_values(["rs", "judge"], kind="stable").reset_index(drop=True)
 
@@ -351,19 +346,28 @@ def arena_table(runs: list[Run], source: str = "adjudicated") -> pd.DataFrame:
             q = qs.loc[w.x]
             out.append(
                 {"x": w.x, "vs": w.y, "judge": judge, "kind": w.kind, "source": source,
-                 "win % [95% CI]": _fmt(w.value, w.low, w.high, digits=1),
-                 "Q [95% CI]": _fmt(q["value"], q["low"], q["high"]), "n": None if w.n is None else int(w.n),
-                 "Pearson r(Q, AUC)": _fmt(pearson, None, None, digits=4)}
+                 "win % [95% CI]": estimate_cell(w.value, w.low, w.high, digits=1),
+                 "Q [95% CI]": estimate_cell(q["value"], q["low"], q["high"]), "n": None if w.n is None else int(w.n),
+                 "Pearson r(Q, AUC)": estimate_cell(pearson, None, None, digits=4)}
             )  # fmt: skip
     paper = paper_table("arena_table2")
     corr = paper_table("arena_table3").set_index(["llm", "dataset"])["r"]
-    for p in paper[paper["dataset"] == "MovieLens"].itertuples():
+    for p in paper[paper["dataset"].isin(arena_paper_datasets(rows["data"]))].itertuples():
         out.append(
             {"x": p.rs, "vs": "FM", "judge": f"{p.llm} (paper)", "kind": "paper", "source": "x_first",
              "win % [95% CI]": f"{p.win:.1f}", "Q [95% CI]": f"{p.q:.4f}", "n": None,
-             "Pearson r(Q, AUC)": _fmt(corr.get((p.llm, "MovieLens"), np.nan), None, None, digits=4)}
+             "Pearson r(Q, AUC)": estimate_cell(corr.get((p.llm, p.dataset), np.nan), None, None, digits=4)}
         )  # fmt: skip
     return pd.DataFrame(out).astype({"n": "Int64"})
+
+
+def arena_paper_datasets(data_labels: Iterable[str]) -> list[str]:
+    """The Arena paper's datasets (Table 2) the runs' data labels name: MIND for a MIND run, else MovieLens.
+
+    Only MovieLens and MIND have paper rows; a run on any other data (or a stand-in of either) compares with the
+    MovieLens rows, the closer domain for ratings data."""
+    found = {"MIND" if "MIND" in str(label) else "MovieLens" for label in data_labels}
+    return sorted(found) or ["MovieLens"]
 
 
 # ------------------------------------------------------------------------------------------------ notebook 4
@@ -377,16 +381,18 @@ def saer_table(runs: list[Run]) -> pd.DataFrame:
         row: dict[str, Any] = {"judge": judge, "kind": grp["kind"].iloc[0]}
         labels = grp[grp["metric"] == "label_pct"]
         for lab in labels.itertuples():
-            row[f"{lab.algorithm}: {lab.category} %"] = _fmt(lab.value, lab.low, lab.high, digits=1)
+            row[f"{lab.algorithm}: {lab.category} %"] = estimate_cell(lab.value, lab.low, lab.high, digits=1)
         cons = grp[grp["metric"] == "position_consistency_pct"]
         row["position consistency %"] = (
-            _fmt(cons["value"].iloc[0], cons["low"].iloc[0], cons["high"].iloc[0], digits=1) if len(cons) else "n/a"
+            estimate_cell(cons["value"].iloc[0], cons["low"].iloc[0], cons["high"].iloc[0], digits=1)
+            if len(cons)
+            else "n/a"
         )
         for adv in grp[grp["metric"] == "adversarial_correct_pct"].itertuples():
-            row[f"adversarial correct %, {adv.evaluator}"] = _fmt(adv.value, adv.low, adv.high, digits=1)
+            row[f"adversarial correct %, {adv.evaluator}"] = estimate_cell(adv.value, adv.low, adv.high, digits=1)
         out.append(row)
     t1 = paper_table("saer_table1")
-    paper: dict[str, Any] = {"judge": "Claude 4.5 Sonnet (paper, Amazon Beauty)", "kind": "paper"}
+    paper: dict[str, Any] = {"judge": "Claude 4.5 Sonnet (paper, Beauty & Personal Care logs)", "kind": "paper"}
     for r in t1.itertuples():
         paper[f"{r.algorithm}: {r.category} %"] = f"{r.saer_pct:.1f}"
     metrics = paper_table("saer_metrics").set_index("metric")["value"]
@@ -480,7 +486,7 @@ def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
     )
     has = "kappa" in agreement
     out["kappa [95% CI]"] = [
-        _fmt(r.kappa, r.low, r.high) if has and not pd.isna(r.kappa) else "n/a"
+        estimate_cell(r.kappa, r.low, r.high) if has and not pd.isna(r.kappa) else "n/a"
         for r in agreement.reindex(columns=["kappa", "low", "high"]).itertuples()
     ]
     out["SE"] = agreement["se"].round(3) if "se" in agreement else np.nan

@@ -28,6 +28,7 @@ __all__ = [
     "judging_lines",
     "logprob_lines",
     "logprob_table",
+    "sample_size_lines",
     "selection_lines",
     "step_score_lines",
     "table1",
@@ -67,6 +68,28 @@ def g_table(run: PromptSelectionRun) -> pd.DataFrame:
     table.index.name = "g"
     table.loc["total"] = table.sum().round(1)
     return table
+
+
+def sample_size_lines(run: PromptSelectionRun) -> list[str]:
+    """The number of judged pairs beside the paper's 2,150, and where the difference comes from (this run's counts)."""
+    paper_n = sum(PAPER_G_DISTRIBUTION.values())
+    pairs = run.data.pairs
+    ex_users = set(run.examples["user"])
+    excluded = int(pairs["user"].isin(ex_users).sum())
+    pool = len(pairs) - excluded
+    n = len(run.eval_pairs)
+    judged = (
+        "all of them judged"
+        if n == pool
+        else f"of which a seeded sample of n_pairs = {run.config.n_pairs} is judged (paper scale: n_pairs = None)"
+    )
+    return [
+        f"judged pairs: n = {n:,}; the paper judged all {paper_n:,} Serendipity-2018 pairs (Sec. 4.1)",
+        f"why they differ: {run.data_label} has {len(pairs):,} pairs; the {excluded:,} pairs of the {len(ex_users)} "
+        f"users the {len(run.examples)} few-shot examples come from are never judged, so that no judged user appears "
+        "in a prompt's examples (the paper does not say where its examples came from, nor that it left pairs out); "
+        f"{pool:,} remain, {judged}",
+    ]
 
 
 def examples_table(run: PromptSelectionRun) -> pd.DataFrame:

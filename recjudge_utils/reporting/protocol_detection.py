@@ -238,10 +238,16 @@ def adjudication_figure(det: SaerDetection) -> Figure:
 
 
 def saer_lines(det: SaerDetection) -> list[str]:
-    """Detection per context neglect, swap consistency per bias, and Poor Match / Tie shares after merging."""
+    """The panel's held-out future, detection per context neglect, swap consistency per bias, and Poor Match / Tie
+    shares after merging."""
     adv = det.adversarial
     correct = adv[adv["outcome"] == "correct"].set_index("context_neglect")["share"]
     out = [
+        f"panel: {det.customers} customers, each one's last {det.heldout} interactions held out of the context and "
+        "of the recommenders' training as the future the truth is read from (simulated-judge runs only: the paper "
+        "has no such split, and an LLM run of chapter 4 shows and trains on the whole history)"
+    ]
+    out += [
         f"context neglect {c:g}: {100 * v:.0f}% of adversarial pairs detected (expected {100 * (1 - c):.0f}%)"
         for c, v in correct.items()
     ]

@@ -6,17 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from scipy import stats
 
-from recjudge_utils.experiments.reevaluation import ReevaluationRun
+from recjudge_utils.experiments.reevaluation import SERENDIPITY_METRICS, ReevaluationRun
 from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.reporting.display import error_bars
 from recjudge_utils.reporting.paper import paper_table
 
 __all__ = [
+    "PAPER_AVG_RANGE",
     "PAPER_DATASET",
     "accuracy_serendipity_figure",
     "fold_table",
@@ -24,6 +27,7 @@ __all__ = [
     "observations",
     "random_test_lines",
     "random_tests",
+    "spearman_ci",
     "table2",
     "table3",
     "table3_beside_paper",
@@ -165,14 +169,81 @@ def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
     return fig
 
 
-def _best(summary: pd.DataFrame, m: str) -> tuple[str, bool]:
-    """Best RS on metric m and whether its CI lies above the runner-up's CI."""
+#: every Avg.Score@20 of the paper's Table 3 (each RS and dataset) lies in 2.131-2.387: this range, rounded
+PAPER_AVG_RANGE = (2.1, 2.4)
+#: Fieller, Hartley & Pearson (1957): the variance of Fisher's z of a Spearman correlation is about 1.06 / (n - 3)
+_SPEARMAN_Z_VARIANCE = 1.06
+
+
+def _has_ci(row: pd.Series, m: str) -> bool:
+    return bool(pd.notna(row[f"{m}_lo"]) and pd.notna(row[f"{m}_hi"]))
+
+
+def _best(summary: pd.DataFrame, m: str) -> tuple[str, bool, str]:
+    """Best RS on metric m, whether its CI lies above the CI of every other RS, and that verdict in words."""
     ranked = summary.dropna(subset=[m]).sort_values(m, ascending=False)
     if ranked.empty:
-        return "n/a", False
-    top = ranked.iloc[0]
-    clear = len(ranked) == 1 or bool(top[f"{m}_lo"] > ranked.iloc[1][f"{m}_hi"])
-    return DISPLAY_NAMES.get(str(top["rs"]), str(top["rs"])), clear
+        return "n/a", False, "(no RS has a value)"
+    top, others = ranked.iloc[0], ranked.iloc[1:]
+    name = DISPLAY_NAMES.get(str(top["rs"]), str(top["rs"]))
+    if others.empty:
+        return name, False, "(the only RS with a value: nothing to compare)"
+    if not _has_ci(top, m) or not all(_has_ci(r, m) for _, r in others.iterrows()):
+        n = int(summary["users_judged" if m in SERENDIPITY_METRICS else "users_acc"].min())
+        return name, False, f"(no CI with {n} user(s): whether the win is clear cannot be told)"
+    overlapping = [
+        DISPLAY_NAMES.get(str(r["rs"]), str(r["rs"])) for _, r in others.iterrows() if r[f"{m}_hi"] >= top[f"{m}_lo"]
+    ]
+    if not overlapping:
+        return name, True, "(its CI is above every other RS's CI)"
+    return name, False, f"(its CI overlaps that of {', '.join(overlapping)}: not a clear win)"
+
+
+def _avg_range_line(avg: pd.DataFrame) -> str:
+    """How many RSs' Avg.Score lies inside the paper's range: the point estimates (descriptive) and their CIs."""
+    lo_r, hi_r = PAPER_AVG_RANGE
+    n = len(avg)
+    inside = int(avg["avg"].between(lo_r, hi_r).sum())
+    line = (
+        f"Avg.Score ranges {avg['avg'].min():.2f}-{avg['avg'].max():.2f}; {inside} of {n} RSs' point estimates inside "
+        f"the paper's {lo_r}-{hi_r} (a descriptive count over these {n} RSs)"
+    )
+    with_ci = avg.dropna(subset=["avg_lo", "avg_hi"])
+    if with_ci.empty:
+        return line + f"; no RS has a CI (with {int(avg['users_judged'].min())} judged user(s)), so no count by CI"
+    ci_inside = int(((with_ci["avg_lo"] >= lo_r) & (with_ci["avg_hi"] <= hi_r)).sum())
+    ci_outside = int(((with_ci["avg_hi"] < lo_r) | (with_ci["avg_lo"] > hi_r)).sum())
+    return line + (
+        f"; by their 95% CIs: {ci_inside} inside, {ci_outside} outside, {len(with_ci) - ci_inside - ci_outside} "
+        "straddle a bound" + (f", {n - len(with_ci)} without a CI" if len(with_ci) < n else "")
+    )
+
+
+def spearman_ci(x: pd.Series, y: pd.Series, ci: float = 0.95) -> tuple[float, float, float, int]:
+    """Spearman's rho of ``x`` and ``y`` with its Fisher-z interval (variance 1.06 / (n - 3), Fieller et al. 1957)
+    and n; the bounds are NaN when n < 4, |rho| = 1 or rho is undefined (a constant column)."""
+    n = len(x)
+    rho = float(stats.spearmanr(x, y).statistic) if n >= 2 else float("nan")
+    if n < 4 or not np.isfinite(rho) or abs(rho) >= 1:
+        return rho, float("nan"), float("nan"), n
+    half = stats.norm.ppf(0.5 + ci / 2) * np.sqrt(_SPEARMAN_Z_VARIANCE / (n - 3))
+    z = np.arctanh(rho)
+    return rho, float(np.tanh(z - half)), float(np.tanh(z + half)), n
+
+
+def _spearman_line(ser: pd.DataFrame) -> str:
+    """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one."""
+    rho, lo, hi, n = spearman_ci(ser["p_acc"], ser["p_ser"])
+    head = f"Spearman correlation across the {n} RSs between Precision_acc and Precision_ser"
+    if not np.isfinite(rho):
+        return f"{head}: undefined (one of the two is the same for every RS)"
+    if np.isnan(lo):
+        why = "n < 4" if n < 4 else "|rho| = 1"
+        return f"{head}: {rho:.2f} (descriptive of these {n} RSs; no interval: {why})"
+    return (
+        f"{head}: {rho:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] (Fisher z with variance 1.06/(n-3), n = {n} RSs; it treats "
+        "the RSs as the sample and leaves out the uncertainty of each RS's own means)"
+    )
 
 
 def observations(summary: pd.DataFrame, judgments: pd.DataFrame | None = None) -> list[str]:
@@ -182,21 +253,14 @@ def observations(summary: pd.DataFrame, judgments: pd.DataFrame | None = None) -
     winners: dict[str, str] = {}
     clear_win: dict[str, bool] = {}
     for m in METRICS:
-        best, is_clear = _best(summary, m)
+        best, is_clear, verdict = _best(summary, m)
         winners[m], clear_win[m] = best, is_clear
-        lines.append(
-            f"best on {METRIC_LABELS[m]}: {best} "
-            + (
-                "(its CI is above every other RS's CI)"
-                if is_clear
-                else "(its CI overlaps the runner-up's: not a clear win)"
-            )
-        )
+        lines.append(f"best on {METRIC_LABELS[m]}: {best} {verdict}")
     clear = {m: winners[m] for m in METRICS if clear_win[m]}
     if not clear:
         lines.append(
-            "no metric separates its best RS from the runner-up (overlapping CIs): this run cannot test the "
-            "paper's 'no RS is best on every metric'"
+            "no metric separates its best RS from every other RS (overlapping CIs, or no CI): this run cannot test "
+            "the paper's 'no RS is best on every metric'"
         )
     elif len(set(clear.values())) > 1:
         named = ", ".join(f"{METRIC_LABELS[m]}: {w}" for m, w in clear.items())
@@ -217,23 +281,28 @@ def observations(summary: pd.DataFrame, judgments: pd.DataFrame | None = None) -
         )
     avg = summary.dropna(subset=["avg"])
     if len(avg):
-        inside = avg[(avg["avg"] >= 2.1) & (avg["avg"] <= 2.4)]
-        lines.append(
-            f"Avg.Score ranges {avg['avg'].min():.2f}-{avg['avg'].max():.2f}; "
-            f"{len(inside)} of {len(avg)} RSs inside the paper's 2.1-2.4"
-        )
+        lines.append(_avg_range_line(avg))
     ser = summary.dropna(subset=["p_ser"])
     if "random" in set(ser["rs"]) and len(ser) > 1:
         rnd = ser.loc[ser["rs"] == "random"].iloc[0]
-        above = [name[r["rs"]] for _, r in ser.iterrows() if r["rs"] != "random" and r["p_ser_lo"] > rnd["p_ser_hi"]]
-        lines.append(
-            "RSs whose Precision_ser CI is above Random's: "
-            + (", ".join(above) if above else "none")
-            + " (if none, the serendipity metric does not separate any RS from random lists on this sample)"
-        )
+        if not _has_ci(rnd, "p_ser"):
+            lines.append(
+                f"Random's Precision_ser has no CI (with {int(rnd['users_judged'])} judged user(s)): no RS can be "
+                "placed above it by CIs"
+            )
+        else:
+            above = [
+                name[r["rs"]]
+                for _, r in ser.iterrows()
+                if r["rs"] != "random" and _has_ci(r, "p_ser") and r["p_ser_lo"] > rnd["p_ser_hi"]
+            ]
+            lines.append(
+                "RSs whose Precision_ser CI is above Random's: "
+                + (", ".join(above) if above else "none")
+                + " (if none, the serendipity metric does not separate any RS from random lists on this sample)"
+            )
     if len(ser) >= 3:
-        rho = ser[["p_acc", "p_ser"]].corr(method="spearman").iloc[0, 1]
-        lines.append(f"Spearman correlation across RSs between Precision_acc and Precision_ser: {rho:.2f}")
+        lines.append(_spearman_line(ser))
     if judgments is not None and len(judgments) and "score" in judgments:
         sc = pd.to_numeric(judgments["score"], errors="coerce")
         parsed = sc.dropna()

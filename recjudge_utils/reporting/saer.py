@@ -22,6 +22,7 @@ from recjudge_utils.reporting.paper import paper_table
 
 __all__ = [
     "agreement_table",
+    "context_lines",
     "copied_from_examples",
     "example_lists",
     "flagged_summary",
@@ -242,6 +243,42 @@ def unparsed_summary(run: SaerRun) -> pd.DataFrame:
 def substitutions_table(domain: str) -> pd.DataFrame:
     """SAER's context fields and what this run uses instead (named substitutes)."""
     return pd.DataFrame([{"SAER context field": k, "used here": v} for k, v in SUBSTITUTIONS[domain].items()])
+
+
+def context_lines(run: SaerRun) -> list[str]:
+    """What this run showed the judge of each customer (the window and any cut) and whether a future was held out,
+    counted from the run's contexts."""
+    cfg, panel = run.config, run.panel
+    ctxs = list(panel.contexts.values())
+    liked, disliked = sum(c.n_liked for c in ctxs), sum(c.n_disliked for c in ctxs)
+    shown_liked, shown_disliked = sum(len(c.history) for c in ctxs), sum(len(c.disliked) for c in ctxs)
+    counts = (
+        f"shown: {shown_liked} of {liked} liked and {shown_disliked} of {disliked} disliked items in the windows of "
+        f"the {len(ctxs)} customers"
+    )
+    if cfg.max_history is None:
+        lines = [
+            f"Context: every item of each customer's {cfg.window_days}-day window (max_history=None), as the paper "
+            f"compiles six months of purchase history; {counts}."
+        ]
+    else:
+        lines = [
+            f"Context: the {cfg.max_history} newest liked and the {cfg.max_history} newest disliked items of each "
+            f"customer's {cfg.window_days}-day window (max_history={cfg.max_history}: a cut for a small judge's "
+            f"context that the paper does not make; --scale paper shows the whole window); {counts}."
+        ]
+    if panel.heldout:
+        lines.append(
+            f"Held-out future: each customer's last {panel.heldout} interactions are held out of the context and of "
+            "both recommenders' training, and the simulated judge's truth is read from them (a simulated-judge run "
+            "only; the paper has no such split)."
+        )
+    else:
+        lines.append(
+            "Nothing held out: the judge reads each customer's history up to their last interaction and both "
+            "recommenders train on every interaction (an LLM judge needs no truth)."
+        )
+    return lines
 
 
 def example_lists(run: SaerRun, user: int | None = None) -> pd.DataFrame:

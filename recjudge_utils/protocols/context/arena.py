@@ -1,8 +1,14 @@
-"""The user RecSys Arena's judge role-plays (paper: recsys-arena, Section 2.2, Figure 2).
+"""The user RecSys Arena's judge role-plays (paper: recsys-arena, Section 2.3, Figure 2).
 
 The role-play profile uses age, gender and occupation when the data has them, otherwise the history alone;
 the history is the user's *most recent* ``n_history`` training items by timestamp (titles and genres, oldest
 first). :class:`ArenaContext` builds everything once from the training data.
+
+The authors' code (``anonyProjects/RecSys-Arena``, ``prompt_template_gpt.py``) shows 5 history items, the first
+five of the user's training positives (``label == 1``) in its processed file's order, introduced as "You have
+recently watched", and a profile sentence with the user id, age bracket, occupation and gender. ``--scale paper``
+shows 5 items (:mod:`recjudge_utils.book.scales`); that file's order is not published, so the book takes the most
+recent ones, and it leaves out the user id, which says nothing about tastes.
 """
 
 from __future__ import annotations

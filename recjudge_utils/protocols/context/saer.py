@@ -14,8 +14,10 @@ recent clicks          products reviewed 1-2 stars ("bought, disliked")   movies
 browsed categories     categories of the 5 latest reviews                 genres of the 5 latest ratings
 =====================  ================================================  =============================================
 
-The window ends at the customer's last interaction; the prompt shows at most ``max_history``
-history items (newest first) so it fits a small model's context.
+The window ends at the customer's last interaction. With ``max_history=None`` the judge sees every item of
+the window, as the paper compiles the whole six months; a number keeps only the newest ``max_history`` items of
+each list (liked, disliked), a cut for a small model's context that the paper does not make. The browsed
+categories are every category of the 5 latest interactions, most frequent first.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ class CustomerContext:
     history: tuple[tuple[int, float, int], ...]  # (item, rating, timestamp) liked, newest first
     disliked: tuple[tuple[int, float, int], ...]  # rated 1-2 stars in the window, newest first
     recent_categories: tuple[str, ...]
-    n_window: int  # interactions in the window before truncation to max_history
+    n_liked: int  # liked items in the window, before any cut to max_history
+    n_disliked: int  # disliked items in the window, before any cut to max_history
 
     def render(self, catalogue: Catalogue, history_only: bool = False) -> str:
         """Prompt text; ``history_only`` keeps just the purchase history (the generic v1 prompt)."""
@@ -166,11 +169,14 @@ def build_context(
     user: int,
     domain: str,
     window_days: int = 180,
-    max_history: int = 10,
+    max_history: int | None = None,
     like_threshold: float = 3.0,
     n_recent_categories: int = 5,
 ) -> CustomerContext:
-    """The customer's context over the ``window_days`` before their last interaction."""
+    """The customer's context over the ``window_days`` before their last interaction: every liked and disliked
+    item of the window, or the newest ``max_history`` of each."""
+    if max_history is not None and max_history < 1:
+        raise ValueError("max_history must be positive, or None for the whole window")
     rows = interactions.loc[interactions["user"] == user]
     if rows.empty:
         raise ValueError(f"customer {user} has no interactions")
@@ -186,7 +192,7 @@ def build_context(
     cats: list[str] = []
     counts: dict[str, int] = {}
     for item, _, _ in triples[:n_recent_categories]:
-        for c in catalogue.categories.get(item, [])[-2:]:
+        for c in catalogue.categories.get(item, []):
             if c not in counts:
                 cats.append(c)
             counts[c] = counts.get(c, 0) + 1
@@ -197,9 +203,10 @@ def build_context(
         window_start=start,
         window_end=end,
         history=tuple(liked[:max_history]),
-        disliked=tuple(disliked[:3]),
-        recent_categories=tuple(cats[:6]),
-        n_window=len(triples),
+        disliked=tuple(disliked[:max_history]),
+        recent_categories=tuple(cats),
+        n_liked=len(liked),
+        n_disliked=len(disliked),
     )
 
 
