@@ -8,6 +8,7 @@
     python -m recjudge_utils.book build --run gpt                        # the HTML book from an existing run
     python -m recjudge_utils.book export gpt                             # runs/gpt.recjudge.jsonl.gz
     python -m recjudge_utils.book replay runs/gpt.recjudge.jsonl.gz      # rebuild that run: no key, no network
+    python -m recjudge_utils.book report gpt                             # runs/gpt/report/gpt.html (one file) and .pdf
     python -m recjudge_utils.book list                                   # the judges, every notebook's parameters
     python -m recjudge_utils.book params                                 # notebooks/params/paper/*.yaml
     python -m recjudge_utils.book tune --storage journal:///shared/optuna.log --scale paper   # a tuning worker
@@ -17,7 +18,8 @@
 variable that holds it. A bad profile fails before any notebook runs.
 ``tune`` is a worker for notebook 2's TPE studies (see :mod:`recjudge_utils.book.tune`): start any number, on
 any machines, with the same ``--storage``; then run the book with ``-p optuna_storage`` set to that storage.
-Exit codes: 0 done, 1 a notebook (or the book build, or a study) failed, 2 a usage, profile or archive error.
+Exit codes: 0 done, 1 a notebook (or the book build, or a study, or a report) failed, 2 a usage, profile or
+archive error, 3 ``report`` wrote the HTML but no PDF (no Chromium).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ __all__ = ["main", "profile_from_args"]
 
 #: the parameter naming the run folder of a notebook executed outside the runner (papermill, JupyterLab)
 RUN_NAME_PARAMETER = "run_name"
-COMMANDS = ("run", "plan", "build", "export", "replay", "list", "params", "tune")
+COMMANDS = ("run", "plan", "build", "export", "replay", "report", "list", "params", "tune")
 #: flags of the former single-command interface, now subcommands
 OLD_FLAGS = {
     "--plan": "plan [--run NAME] [--judge PROFILE] [--scale paper] ...",
@@ -273,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay_p.add_argument("--no-build", action="store_true", help="rerun the notebooks but do not build the HTML")
     replay_p.add_argument("--log-output", action="store_true", help="stream notebook output to this terminal")
     replay_p.add_argument("--accept-version-mismatch", action="store_true", help="replay an archive of another version")
+    report_p = sub.add_parser(
+        "report", help="one self-contained HTML file of a run (manifest first, no code) and its PDF (headless Chromium)"
+    )
+    report_p.add_argument("run_name", metavar="RUN", help="the run folder under runs/")
+    report_p.add_argument("--out", metavar="DIR", help="folder for RUN.html and RUN.pdf (default: runs/RUN/report)")
     sub.add_parser("list", help="the judge profiles, and every notebook's parameters with demo and paper values")
     params_p = sub.add_parser("params", help=f"write the papermill parameter files {PARAMS_DIR}/*.yaml")
     params_p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is out of date")
@@ -320,6 +327,10 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
         return 0
     if args.command == "replay":
         return replay(Path(args.archive), args, root)
+    if args.command == "report":
+        from recjudge_utils.book.report import report_command  # needs the book extra (Sphinx, bs4): only here
+
+        return report_command(run_dir(args.run_name), root / "book", Path(args.out) if args.out else None)
     if args.command == "tune":
         check_parameter_names(name for name, _ in args.parameter)
         parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
