@@ -179,6 +179,6 @@ def test_papermill_run_writes_a_run_of_its_own_never_runs_default(tmp_path: Path
     from recjudge_utils.reporting import judges_compared as compare
 
     table = compare.judges_table(compare.load_runs()).set_index("run")
-    assert table.loc["mine", "profile"] == "sim" and table.loc[adhoc.name, "profile"] == "sim"
-    assert table.loc[adhoc.name, "status"] == "adhoc"
-    assert table.loc["default", "profile"] == "embedded"
+    assert table.loc["mine", "judge profile"] == "sim" and table.loc[adhoc.name, "judge profile"] == "sim"
+    assert table.loc[adhoc.name, "state"].startswith("ad hoc")
+    assert table.loc["default", "judge profile"] == "embedded"

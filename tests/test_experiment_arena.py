@@ -62,6 +62,11 @@ def evidence_judge(req: JudgeRequest) -> str:
     return json.dumps(obj)
 
 
+def versus_all(run: arena.ArenaRun, key: str = OVERALL, kind: str = "vs_baseline") -> pd.DataFrame:
+    """The run's outcome rows of every judged source (machine columns), source by source."""
+    return pd.concat([report.versus_table(run, s, key, kind) for s in run.config.sources], ignore_index=True)
+
+
 def _ci_holds(frame: pd.DataFrame, value: str, low: str, high: str) -> None:
     ok = frame[[value, low, high]].dropna()
     assert len(ok) and ((ok[low] <= ok[value] + 1e-9) & (ok[value] <= ok[high] + 1e-9)).all()
@@ -79,7 +84,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     assert run.offline["auc"].tolist() == pytest.approx(
         [0.5215277777777777, 0.578125, 0.48333333333333334, 0.48819444444444443]
     )
-    t2 = report.table2(run)
+    t2 = versus_all(run)
     assert t2["source"].tolist() == ["x_first"] * 3 + ["y_first"] * 3 + ["adjudicated"] * 3
     assert t2["x"].tolist() == ["pop", "random", "bprmf"] * 3
     assert t2["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5, 0.75, 0.2, 0.2, 1.0, 0.6, 0.4])
@@ -93,8 +98,8 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     _ci_holds(run.outcomes, "Q", "Q_lo", "Q_hi")
     _ci_holds(run.outcomes, "win", "win_lo", "win_hi")
     # inspiration is a tie whatever the lists: Q = 1 for every model (Table 4)
-    assert (report.table4(run)["Q"] == 1.0).all()
-    close = report.close_pairs_table(run)
+    assert (report.versus_table(run, key="inspiration")["Q"] == 1.0).all()
+    close = versus_all(run, kind="close_pair")
     assert close["Q"].tolist() == pytest.approx([1.0, 0.5, 0.75])
     pc = run.consistency.set_index(["x", "y"])
     assert pc.loc[("all", "all"), "n_both_parsed"] == 24
@@ -114,7 +119,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
         if r.low is not None:
             assert r.value is not None and r.high is not None and r.low <= r.value + 1e-9 <= r.high + 2e-9
     assert len(run.items()["pairwise"]) == len(run.raw) == 4 * 6 * 2
-    setup = report.setup_table(run).set_index("setting")["this run"]
+    setup = report.setup_table(run).data.set_index("setting")["this run"]
     assert setup["users per comparison"].startswith("6, drawn at random (seed 0) among the 12 users")
     assert setup["history shown"] == "the 10 most recent training items by timestamp"
     assert setup["orders"].startswith("both orders")
@@ -126,7 +131,7 @@ def test_single_order_has_no_adjudication_and_no_consistency(scripted_judge):
     )
     run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
     assert set(run.raw["order"]) == {"x_first"} and run.adjudicated.empty and run.absolute.empty
-    assert report.table2(run)["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5])
+    assert versus_all(run)["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5])
     consistency = next(r for r in run.results() if r.metric == "position_consistency")
     assert consistency.value is None and consistency.low is None and consistency.n == 0
     with pytest.raises(ValueError, match="not judged"):
@@ -147,14 +152,14 @@ def test_transparency_run_gives_the_numbers_of_the_old_code(scripted_judge):
     assert {f"verdict_{k}" for k in six} <= set(run.raw)
     assert run.panel.users == [1, 3, 4, 5, 6, 8]
     assert set(run.timings) == {"train deepfm+features", "train deepfm-ids", "judge pairwise"}
-    table = report.transparency_table(run)
+    table = run.outcomes
     assert table["aspect"].tolist() == ["transparency"] * 3 + [OVERALL] * 3
     assert table["source"].tolist() == ["x_first", "y_first", "adjudicated"] * 2
     assert table["Q"].tolist() == pytest.approx([5.0, 2.0, 2.5] * 2)
     assert table["Q_lo"].tolist() == pytest.approx([1.0, 0.5, 0.75] * 2)
     assert np.isinf(table["Q_hi"]).all()
     _ci_holds(table, "win", "win_lo", "win_hi")
-    assert "analysis_transparency" in run.raw and len(report.transparency_examples(run)) == 2
+    assert "analysis_transparency" in run.raw and len(report.transparency_examples(run).data) == 2
     assert {r.group["source"] for r in run.results()} == {"x_first", "y_first", "adjudicated"}
 
 
@@ -167,12 +172,14 @@ def test_run_end_to_end_with_a_position_biased_judge(scripted_judge):
     run = arena.run(client, ds, config)
     # 3 vs FM + 1 close pair, 3 users, 2 orders; absolute for the 3 non-baseline models
     assert len(run.raw) == 4 * 3 * 2 and len(run.absolute) == 3 * 3
-    t2 = report.table2(run).set_index(["source", "x"])
+    t2 = versus_all(run).set_index(["source", "x"])
     assert (t2.loc["x_first", "win"] == 100).all() and (t2.loc["y_first", "lose"] == 100).all()
     assert (t2.loc["adjudicated", "tie"] == 100).all() and (t2.loc["adjudicated", "Q"] == 1.0).all()
     assert run.consistency.iloc[0]["consistency"] == 0.0
-    assert set(report.table4(run)["x"]) == {"pop", "random", "bprmf"}
-    assert len(report.aspect_table(run)) == 7 * 3
-    assert report.unparsed_summary(run).set_index("judge").loc["absolute", "rate"] == 1.0  # fake answers no score
+    assert set(report.versus_table(run, key="inspiration")["x"]) == {"pop", "random", "bprmf"}
+    aspects = report.aspect_table(run).data
+    assert len(aspects) == 7 and list(aspects.columns) == ["aspect", "pop", "random", "bprmf"]
+    unparsed = report.unparsed_summary(run).data.set_index("answers")
+    assert unparsed.loc["absolute", "unparsed %"] == "100.0"  # the fake answers give no score
     assert report.relative_vs_absolute(run)["absolute"].isna().all()
     assert run.separation["measure"].iloc[0].startswith("AUC")

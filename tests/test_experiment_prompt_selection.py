@@ -61,7 +61,7 @@ def test_run_shape_timings_and_results_file(selection, scripted_judge, tmp_path)
     assert selection.experiment == "prompt_selection" and selection.data_label == "toy pairs [STAND-IN]"
     assert set(selection.timings) == {f"judge {t}" for t in selection.config.templates}
     assert any("unparsed" in line or "parsed" in line for line in report.judging_lines(selection))
-    assert len(report.test_lines(selection)) == 3
+    assert len(report.tests_table(selection).data) == 3
     client = scripted_judge(answer)
     written = read_results(write_run_results("01_serendipity_prompt_selection", selection, client, tmp_path))
     assert written["experiment"] == "prompt_selection" and len(written["results"]) == len(selection.results())

@@ -15,7 +15,7 @@ from recjudge_utils.data.standins import serendipity_proxy_from_movielens
 from recjudge_utils.experiments import protocol_detection as detect
 from recjudge_utils.experiments import saer
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
-from recjudge_utils.reporting.protocol_detection import saer_lines
+from recjudge_utils.reporting import protocol_detection as report
 
 SMALL = detect.DetectionConfig(
     noise_levels=(0.0, 1.0),
@@ -50,16 +50,17 @@ def movielens_like(n_users: int = 40, n_items: int = 60, per_user: int = 30) -> 
 
 
 @pytest.fixture(scope="module")
-def run() -> detect.DetectionRun:
+def run(tmp_path_factory: pytest.TempPathFactory) -> detect.DetectionRun:
     dataset = movielens_like()
     pairs = serendipity_proxy_from_movielens(dataset, n_pairs=120, min_per_level=1)
-    original = detect.saer_config
-    # chapter 4's cheap offline encoder instead of MiniLM: the test checks the wiring, not the embeddings
-    detect.saer_config = lambda c: dataclasses.replace(original(c), encoder="word-counts")  # type: ignore[assignment]
-    try:
+    # a module fixture runs before conftest's per-test isolated runs folder: give it one of its own
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RECJUDGE_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+        patch.delenv("RECJUDGE_RUN_DIR", raising=False)
+        # chapter 4's cheap offline encoder instead of MiniLM: the test checks the wiring, not the embeddings
+        original = detect.saer_config
+        patch.setattr(detect, "saer_config", lambda c: dataclasses.replace(original(c), encoder="word-counts"))
         return detect.run("sim", detect.DetectionData(pairs, dataset), SMALL)
-    finally:
-        detect.saer_config = original  # type: ignore[assignment]
 
 
 def test_the_chapters_configs_differ_only_where_the_chapter_names_it() -> None:
@@ -87,8 +88,8 @@ def test_a_perfect_simulated_judge_recovers_every_truth(run: detect.DetectionRun
     assert cons.loc[0.0, "consistency"] == 1.0 and cons.loc[1.0, "consistency"] < 1.0
     assert cons.loc[1.0, "consistency"] == pytest.approx(cons.loc[1.0, "expected"])
     assert (run.saer.customers, run.saer.heldout) == (SMALL.saer_customers, saer.SIM_HELDOUT)
-    assert saer_lines(run.saer)[0].startswith(
-        f"panel: 6 customers, each one's last {saer.SIM_HELDOUT} interactions held"
+    assert report.saer_text(run.saer).startswith(
+        f"Panel: 6 customers, each one's last {saer.SIM_HELDOUT} interactions held"
     )
     gaps = run.reevaluation.gaps.set_index(["source", "metric"])
     assert gaps.loc[("noise 0", "avg"), "gap"] == pytest.approx(gaps.loc[("truth", "avg"), "gap"])
@@ -109,3 +110,32 @@ def test_results_are_numbers_with_their_intervals(run: detect.DetectionRun) -> N
         "judge reevaluation noise",
     }
     assert np.isfinite(run.separation.effect_size)
+
+
+def test_the_chapters_tables_figures_notes_and_takeaways_build_from_a_run(run: detect.DetectionRun) -> None:
+    tables = [
+        report.noise_table(run.noise),
+        report.coverage_table(run.coverage),
+        report.separation_table(run.separation),
+        report.arena_table(run.arena),
+        *report.saer_tables(run.saer),
+        *report.adjudication_tables(run.saer),
+        report.reevaluation_table(run),
+    ]
+    assert all(len(t.data) for t in tables)
+    assert [len(report.noise_table(run.noise).data), len(report.arena_table(run.arena).data)] == [2, 2]
+    figures = [
+        report.noise_figure(run.noise),
+        report.coverage_figure(run.coverage),
+        report.separation_figure(run.separation),
+        report.arena_figure(run.arena),
+        report.saer_figure(run.saer),
+        report.adjudication_figure(run.saer),
+        report.reevaluation_figure(run),
+        report.ordering_figure(run),
+        report.forest_figure(run),
+    ]
+    assert all(f.axes for f in figures)
+    notes = [report.judge_note(run, s).text for s in report.SECTIONS]
+    assert all(n.startswith("```{admonition} Simulated judge") for n in notes)
+    assert len(report.takeaways_items(run)) >= 6

@@ -18,7 +18,15 @@ from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
 from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.training import training_frame
 from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.reevaluation import observations, paper_table3, spearman_ci, table3_beside_paper
+from recjudge_utils.reporting.reevaluation import (
+    SERENDIPITY,
+    observations,
+    paper_table3,
+    spearman_ci,
+    split_text,
+    table3_frame,
+    tuning_table,
+)
 from recjudge_utils.splitting.temporal import positive_interactions, split_global_time
 
 
@@ -126,8 +134,16 @@ def test_run_end_to_end_with_the_scripted_judge(scripted_judge):
     parsed = res.judgments[res.judgments["status"] == "parsed"]
     assert (parsed["score"] == np.where(parsed["item"] % 2 == 0, 5.0, 2.0)).all()
     assert (res.judgments.loc[res.judgments["item"] == 3, "status"] == "unparsed").all()
-    table = table3_beside_paper(res.summary)
-    assert "p_ser paper" in table.columns
+    table = table3_frame(res.summary, SERENDIPITY, top_k=cfg.top_k)
+    assert ("Precision_ser@5 (%)", "paper (ML-1M)") in table.columns
+    # the split in words carries each fold's own counts
+    for f, paragraph in zip(res.folds, split_text(res).split("\n\n"), strict=True):
+        assert paragraph.startswith(f"**Fold {f.fold}** trains on {len(f.train):,} positives")
+        assert (
+            f"leaves {len(f.test):,} test positives of {len(f.eval_users):,} evaluation users, 3 of them" in paragraph
+        )
+        assert f.report.rows == len(f.test) + f.report.rows_unseen_user + f.report.rows_unseen_item_only
+    assert (tuning_table(res)["TPE trials"] == 0).all()  # n_trials=0: every RS on its defaults
     # deterministic, and a rerun makes no new call (the cache answers)
     n_asked = len(client.backend.asked)
     res2 = reevaluation.run(client, ReevaluationData(ds, toy_examples()), cfg)
@@ -296,7 +312,9 @@ def test_summarise_gives_no_ci_for_a_single_user():
     s = summarise(per_user, n_boot=100).iloc[0]
     assert s["p_ser"] == pytest.approx(50.0) and np.isnan(s["p_ser_lo"]) and np.isnan(s["p_ser_hi"])
     assert not np.isnan(s["p_acc_lo"])
-    assert "no CI" in table3_beside_paper(summarise(per_user, n_boot=100)).loc["a", "p_ser ours"]
+    cells = table3_frame(summarise(per_user, n_boot=100), ("p_acc", "p_ser")).iloc[0]
+    assert cells[("Precision_ser@20 (%)", "this run")] == "50.00"  # no brackets: no CI
+    assert "[" in cells[("Precision_acc@20 (%)", "this run")]
 
 
 def test_random_tests_and_uaum_lines_follow_the_run(scripted_judge):

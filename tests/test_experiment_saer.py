@@ -24,7 +24,8 @@ from recjudge_utils.protocols.context.saer import Catalogue
 from recjudge_utils.protocols.saer import few_shot_answers, load_template
 from recjudge_utils.reporting.saer import (
     agreement_table,
-    context_lines,
+    consistency_table,
+    context_note,
     copied_from_examples,
     flagged_summary,
     observations,
@@ -80,36 +81,46 @@ def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_jud
     switches = [b for a, b in itertools.pairwise(ids) if a != b]
     assert switches == ["saer/movies/pointwise_v1", "saer/movies/pairwise_v3", "saer/movies/pairwise_v1"]
     # Table 1: everything Partial
+    partial = run.labels.loc[run.labels["category"] == "Partial Match"]
+    assert partial["pct"].tolist() == [100.0, 100.0] and (run.labels["n_unparsed"] == 0).all()
     t1 = table1(run)
-    assert t1.loc[t1["category"] == "Partial Match", "ours_%"].tolist() == [100.0, 100.0]
-    assert (t1["n_unparsed"] == 0).all()
-    assert t1["paper_SAER_%"].tolist() == paper_table("table1")["saer_pct"].tolist()
+    assert t1.loc[t1["Label"] == "Partial Match", "Ours, % [95 % CI]"].str.startswith("100.0 [").all()
+    assert t1["Algorithm (judged lists)"].str.endswith("(9 lists)").all()
+    assert t1["Paper: SAER %"].tolist() == paper_table("table1")["saer_pct"].tolist()
     fl = flagged_summary(run)
-    assert fl["mean_flagged_per_list"].tolist() == [1.0, 1.0]
+    assert fl["Flagged items per list (mean)"].tolist() == [1.0, 1.0]
     # Table 2: raw rates split 50/50 by position; the swap turns every pair into a tie
-    t2, metrics = table2(run)
-    raw, adj = t2.iloc[0], t2.iloc[1]
+    raw, adj = run.verdicts.iloc[0], run.verdicts.iloc[1]
     assert raw["cooccurrence_win_%"] == 50.0 and raw["embedding_win_%"] == 50.0
     assert adj["tie_%"] == 100.0
-    assert metrics.iloc[0]["ours"].startswith("0/9")
+    t2 = table2(run).set_index(["Verdicts", "Source"])
+    assert t2.loc[("raw calls", "ours"), "Co-occurrence wins %"].startswith("50.0 [")
+    assert t2.loc[("adjudicated pairs", "ours"), "Ties %"].startswith("100.0 [")
+    assert t2.loc[("adjudicated pairs", "paper"), "Ties %"] == "15.5"
+    assert consistency_table(run).iloc[0]["Ours"].startswith("0 of 9: 0.0 [0.0, ")
     assert (run.adjudicated["consistent"] == False).all()  # noqa: E712
     # Table 3: "correct" exactly when the genuine list happened to be shown first
-    t3 = table3(run)
     adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
     expected = 100 * float((adv["genuine_position"] == 1).mean())
-    row = t3.loc[t3["evaluator"].str.endswith("(v3)")].iloc[0]
-    assert row["correct_%"] == pytest.approx(expected)
-    assert row["chose_Set_1_%"] == 100.0
-    assert t3["evaluator"].str.startswith("paper: Human").sum() == 2
+    assert run.detection.set_index("prompt_version").loc["v3", "correct_%"] == pytest.approx(expected)
+    t3 = table3(run).set_index(["Evaluator", "Source"])
+    row = t3.loc[("SAER refined prompt (v3)", "ours")]
+    assert row["Correct %"].startswith(f"{expected:.1f} [") and row["Named Set 1 %"] == "100.0"
+    assert t3.loc[("SAER refined prompt (v3)", "paper"), "Correct %"] == "91.0"
+    assert sum(evaluator.startswith("Human") for evaluator, _ in t3.index) == 2
     # agreement: identical constant answers across versions -> full raw agreement, undefined kappa
-    ag = agreement_table(run)
+    ag = run.agreements
     pw = ag.loc[ag["task"] == "pointwise"].iloc[0]
     assert pw["raw_agreement_%"] == 100.0 and np.isnan(pw["kappa_w"])
     orders = ag.loc[ag["task"] == "pairwise"].iloc[0]
     assert orders["raw_agreement_%"] == 0.0 and orders["kappa_w"] == pytest.approx(0.0)  # constant vs constant
+    shown = agreement_table(run)
+    ours = shown.loc[shown["Source"] == "ours"].set_index("Task")
+    assert ours.loc["pairwise", "Weighted κ [95 % CI]"].startswith("0.00 [")
+    assert ours.loc["pointwise", "Weighted κ [95 % CI]"] == "n/a"
     tc = time_cost(run)
     assert tc.iloc[0, 1].startswith("72 (72 fresh")
-    assert unparsed_summary(run)["unparsed"].sum() == 0
+    assert unparsed_summary(run)["Unparsed"].sum() == 0
 
 
 def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
@@ -143,11 +154,12 @@ def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
     pw = run.pointwise
     v1 = pw.loc[pw["prompt_version"] == "v1"]
     assert (v1["status"] == "unparsed").all() and v1["category"].isna().all()
-    summary = unparsed_summary(run).set_index(["task", "prompt_version"])
-    assert summary.loc[("pointwise", "v1"), "unparsed"] == 16
-    assert summary.loc[("pointwise", "v3"), "unparsed"] == 0
+    summary = unparsed_summary(run).set_index(["Task", "Prompt"])
+    assert summary.loc[("pointwise", "v1"), "Unparsed"] == 16
+    assert summary.loc[("pointwise", "v3"), "Unparsed"] == 0
+    assert run.agreements.loc[run.agreements["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
     ag = agreement_table(run)
-    assert ag.loc[ag["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
+    assert ag.loc[(ag["Task"] == "pointwise") & (ag["Source"] == "ours"), "Cases"].iloc[0] == "0"
 
 
 def test_sample_customers_stratified_and_seeded():
@@ -179,11 +191,11 @@ def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge
         _toy_dataset(),
         SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50, pointwise_ablation=True, encoder=WORDS),
     )
-    cp = copied_from_examples(run).set_index(["task", "prompt_version"])
-    col = "reusing_>=40_chars_of_an_example"
+    cp = copied_from_examples(run).set_index(["Task", "Prompt"])
+    col = "Repeating ≥ 40 characters of an example"
     assert cp.loc[("pairwise", "v3"), col] == 8 and cp.loc[("adversarial", "v3"), col] == 4
     assert cp.loc[("pointwise", "v3"), col] == 0
-    assert cp.loc[("adversarial", "v1"), "few_shot_answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
+    assert cp.loc[("adversarial", "v1"), "Few-shot answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
     text = " ".join(observations(run))
     assert "Both presentation orders agreed for 4 of 4" in text
     assert "4 of the consistent verdicts were 'Tie' in both orders" in text
@@ -287,7 +299,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     )
     assert ag["kappa_lo"].round(2).tolist() == [0.65, 0.65, 1.0, 0.0, -0.62, -0.62, 1.0]
     assert ag["raw_lo"].round(1).tolist() == [50.0, 50.0, 100.0, 11.1, 21.9, 21.9, 100.0]
-    assert agreement_table(run)["kappa_95%_CI"].iloc[0] == "[0.65, 0.93]"
+    assert agreement_table(run)["Weighted κ [95 % CI]"].iloc[0] == "0.79 [0.65, 0.93]"
     for frame, value, low, high in (
         (run.labels, "pct", "low", "high"),
         (run.verdicts, "tie_%", "tie_lo", "tie_hi"),
@@ -335,14 +347,15 @@ def test_an_llm_run_sees_the_whole_history_and_only_a_simulated_run_holds_out_th
         assert not set(last["item"]) & {i for i, _, _ in (*ctx.history, *ctx.disliked)}
     with pytest.raises(ValueError, match="resolve"):
         saer.build_panel(ds, cfg)  # heldout None: the judge decides, so a bare panel cannot
-    # the notebook's sentences come from the run
+    # the notebook's note comes from the run
     liked = sum(c.n_liked for c in llm.panel.contexts.values())
-    llm_lines = context_lines(llm)
-    assert llm_lines[0].startswith("Context: every item of each customer's 180-day window (max_history=None)")
-    assert f"shown: {liked} of {liked} liked" in llm_lines[0]
-    assert llm_lines[1].startswith("Nothing held out")
-    assert context_lines(simulated)[1].startswith(f"Held-out future: each customer's last {saer.SIM_HELDOUT} ")
-    cut = context_lines(saer.run(scripted_judge(_always_set_1), ds, replace(cfg, max_history=2)))[0]
+    llm_lines = context_note(llm).text.splitlines()
+    assert llm_lines[2].startswith("- Context: every item of each customer's 180-day window (`max_history=None`)")
+    assert f"shown: {liked} of {liked} liked" in llm_lines[2]
+    assert llm_lines[3].startswith("- Nothing held out")
+    sim_note = context_note(simulated).text
+    assert f"- Held-out future: each customer's last {saer.SIM_HELDOUT} " in sim_note
+    cut = context_note(saer.run(scripted_judge(_always_set_1), ds, replace(cfg, max_history=2))).text
     assert "the 2 newest liked and the 2 newest disliked" in cut
 
 

@@ -148,13 +148,13 @@ def test_table1_side_by_side_and_score_distribution():
         {"template": ["cot", "base"], "model": ["GPT", "GPT"], "mae": [0.847, 1.473], "accuracy_pct": [46.98, 20.79]}
     )
     t = table1_side_by_side(summary, paper, "ours")
-    assert list(t.index) == ["cot", "zero"]
-    assert t.loc["cot", "MAE GPT (paper)"] == pytest.approx(0.847)
-    assert np.isnan(t.loc["zero", "MAE GPT (paper)"])
-    assert t.loc["cot", "MAE ours"].startswith("0.250 [")  # |1-1|+|2-2|+|3-2|+|4-4| over 4 parsed
-    assert t.loc["cot", "Acc % ours"].startswith("75.0 [")
-    assert t.loc["zero", "MAE ours"] == "n/a"
-    assert t.loc["cot", "parsed / n"] == "4 / 5"
+    assert list(t.index) == ["CoT", "zero"]
+    assert t.loc["CoT", ("MAE", "paper, GPT")] == "0.847"
+    assert t.loc["zero", ("MAE", "paper, GPT")] == "—"
+    assert t.loc["CoT", ("MAE", "ours (95 % CI)")].startswith("0.25 [")  # |1-1|+|2-2|+|3-2|+|4-4| over 4 parsed
+    assert t.loc["CoT", ("3-class accuracy %", "ours (95 % CI)")].startswith("75.0 [")
+    assert t.loc["zero", ("MAE", "ours (95 % CI)")] == "n/a"
+    assert t.loc["CoT", ("", "parsed / judged")] == "4 / 5"
     d = jm.score_distribution(frames, truth)
     assert set(d["source"]) == {"g (truth)", "cot", "zero"}
     assert d.groupby("source")["share"].sum().round(9).eq(1.0).all()

@@ -1,5 +1,5 @@
-"""The "Judges compared" chapter's tables: runs found (the running one included), judges named from manifests,
-usage, agreement."""
+"""The "Judges compared" chapter's tables: runs found (the running one included and described in words), judges
+named from manifests, usage, agreement, and takeaways that claim only what the intervals allow."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from recjudge_utils.judge.types import JudgeRequest
@@ -38,11 +39,11 @@ def judged_run(
     write_results(NOTEBOOK, "prompt_selection", judge, "toy data", results, {"scores": items}, runs / name / NOTEBOOK)
     judge_dict = {"name": manifest_judge or model, "backend": "openai", "model": manifest_judge or model}
     if finished:
-        final = {"run": name, "judge": judge_dict, "scale": "paper", "status": "ok", "seconds": 90}
+        final = {"run": name, "judge": judge_dict, "scale": "paper", "parameters": {}, "status": "ok", "seconds": 90}
         (runs / name / "manifest.json").write_text(json.dumps(final))
-    elif finished is False:
-        started = {"run": name, "judge": judge_dict, "scale": "demo", "status": "running", "seconds": 0.0}
-        (runs / name / "manifest.json").write_text(json.dumps(started))
+    elif finished is False:  # the runner's manifest before its first notebook: judge, scale, -p parameters
+        started = {"run": name, "judge": judge_dict, "scale": "demo", "parameters": {"top_k": 10}, "status": "running"}
+        (runs / name / "manifest.json").write_text(json.dumps(started | {"seconds": 0.0}))
 
 
 def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_runs: Path) -> None:
@@ -50,15 +51,39 @@ def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_
     judged_run(scripted_judge, isolated_runs, "running", "judge-b", [1, 2, 3, 4, 4, 5], finished=False)
     runs = compare.load_runs()
     assert [r.name for r in runs] == ["finished", "running"]
+    assert str(compare.runs_sentence(runs)) == "2 runs: finished: scripted judge, running: scripted judge"
     usage = compare.usage_table(runs).set_index("run")
-    assert usage.loc["finished", "judgments"] == 6 and usage.loc["finished", "paid"] == 6
-    assert usage.loc["finished", "minutes"] == 1.5
-    assert usage.loc["running", "minutes"] == "running"
+    assert usage.loc["finished", "judgments"] == "6" and usage.loc["finished", "paid calls"] == "6"
+    assert usage.loc["finished", "wall time (minutes)"] == "1.5"
+    assert usage.loc["running", "wall time (minutes)"] == compare.OTHER_RUN_EXECUTING
     assert json.loads((isolated_runs / "running" / NOTEBOOK / USAGE_FILE).read_text())["api_calls"] == 6
     judges = compare.judges_table(runs).set_index("run")
-    assert judges.loc["running", "profile"] == "judge-b" and judges.loc["running", "status"] == "running"
-    assert judges.loc["running", "scale"] == "demo" and judges.loc["finished", "scale"] == "paper"
-    assert judges.loc["finished", "status"] == "ok"
+    assert judges.loc["running", "judge profile"] == "judge-b"
+    assert judges.loc["running", "state"] == "still executing when this page was made"
+    # scale and parameters come from the manifest the runner writes before the first notebook, not from its end
+    assert judges.loc["running", "scale and parameters"] == "demo (each notebook's defaults); top_k = 10"
+    assert judges.loc["finished", "scale and parameters"] == "paper (the papers' sizes); no other parameter set"
+    assert judges.loc["finished", "state"] == "finished"
+    assert "running" not in " ".join(judges["state"])  # never the manifest's status code
+
+
+def test_the_run_executing_this_chapter_is_called_this_run(
+    scripted_judge, isolated_runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged_run(scripted_judge, isolated_runs, "finished", "judge-a", [1, 2, 3], finished=True)
+    judged_run(scripted_judge, isolated_runs, "running", "judge-b", [1, 2, 3], finished=False)
+    assert compare.this_run_folder() is None
+    monkeypatch.setenv("RECJUDGE_RUN_DIR", str(isolated_runs / "running"))  # what the runner sets for its notebooks
+    runs = compare.load_runs()
+    here = compare.this_run_folder()
+    judges = compare.judges_table(runs, here).set_index("run")
+    assert judges.loc["running", "state"] == "this run, still executing when this page was made"
+    assert judges.loc["finished", "state"] == "finished"
+    usage = compare.usage_table(runs, here).set_index("run")
+    assert usage.loc["running", "wall time (minutes)"] == compare.THIS_RUN_EXECUTING
+    notebooks = [{"notebook": "03_recsys_arena.ipynb", "status": "failed"}, {"notebook": "01_x.ipynb", "status": "ok"}]
+    failed = compare.Run("broken", {"judge": {"name": "x"}, "status": "failed", "notebooks": notebooks})
+    assert compare.state_in_words(failed) == "finished; chapter 3 failed"
 
 
 def test_every_judge_is_named_from_its_manifest(scripted_judge, isolated_runs: Path) -> None:
@@ -69,10 +94,12 @@ def test_every_judge_is_named_from_its_manifest(scripted_judge, isolated_runs: P
     runs = {r.name: r for r in compare.load_runs()}
     assert runs["no-manifest"].judge == compare.UNKNOWN_JUDGE  # not guessed from whichever results.json comes first
     table = compare.judges_table(list(runs.values())).set_index("run")
-    assert table.loc["no-manifest", "profile"] == "unknown (no manifest)"
-    assert table.loc["no-manifest", "scale"] == "unknown" and table.loc["no-manifest", "status"] == "no manifest"
-    assert table.loc["adhoc-gpt", "profile"] == "judge-b" and table.loc["adhoc-gpt", "status"] == "adhoc"
-    assert compare.usage_table(list(runs.values())).set_index("run").loc["adhoc-gpt", "minutes"] == "n/a (adhoc)"
+    assert table.loc["no-manifest", "judge profile"] == "unknown (no manifest)"
+    assert table.loc["no-manifest", "scale and parameters"] == "unknown (no manifest)"
+    assert table.loc["no-manifest", "state"] == "unknown (no manifest)"
+    assert table.loc["adhoc-gpt", "judge profile"] == "judge-b" and table.loc["adhoc-gpt", "state"].startswith("ad hoc")
+    usage = compare.usage_table(list(runs.values())).set_index("run")
+    assert usage.loc["adhoc-gpt", "wall time (minutes)"] == "not recorded (ad hoc)"
 
 
 def test_results_of_another_judge_are_left_out_and_said_so(scripted_judge, isolated_runs: Path) -> None:
@@ -89,7 +116,7 @@ def test_results_of_another_judge_are_left_out_and_said_so(scripted_judge, isola
     assert list(mixed.results) == ["other"] and mixed.foreign == {NOTEBOOK: "judge-a"}
     assert mixed.judge == "gpt (remote)"
     row = compare.judges_table([mixed]).iloc[0]
-    assert row["left out (another judge)"] == f"{NOTEBOOK} (judge-a)"
+    assert row["left out (made by another judge)"] == f"{NOTEBOOK} (judge-a)"
 
 
 def test_judge_names_are_short_and_unique(scripted_judge, isolated_runs: Path) -> None:
@@ -136,4 +163,83 @@ def test_arena_paper_rows_follow_the_run_dataset(data: str, datasets: set[str]) 
     expected = compare.paper_table("arena_table2")
     expected = expected[expected["dataset"].isin(datasets)]
     assert len(paper) == len(expected) > 0
-    assert set(paper["win % [95% CI]"]) == {f"{w:.1f}" for w in expected["win"]}
+    assert set(paper["Win % [95 % CI]"]) == {f"{w:.1f}" for w in expected["win"]}
+
+
+def serendipity_run(name: str, mae: tuple[float, float, float], kind: str = "llm") -> compare.Run:
+    """A run whose only result is chapter 1's MAE on the CoT template, ``mae`` = (value, low, high)."""
+    res = {
+        "data": "toy data",
+        "judge": {"kind": kind, "model_name": f"model-{name}", "name": name},
+        "results": [asdict(result("mae", *mae, 10, "95% percentile bootstrap", template="cot"))],
+    }
+    return compare.Run(name, {"judge": {"name": name, "model": f"model-{name}"}}, {NOTEBOOK: res})
+
+
+def test_a_takeaway_ranks_two_judges_only_where_their_intervals_separate() -> None:
+    apart = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
+    (mae,) = [t for t in compare.takeaways_items(apart) if t.startswith("Chapter 1")]
+    assert "(CoT: model-a 0.500 [0.300, 0.700] vs model-b 1.500 [1.200, 1.800])" in mae
+    assert "ranks that judge first" in mae and "cannot" not in mae
+
+    overlapping = [serendipity_run("a", (0.9, 0.6, 1.2)), serendipity_run("b", (1.0, 0.8, 1.3))]
+    (mae,) = [t for t in compare.takeaways_items(overlapping) if t.startswith("Chapter 1")]
+    assert "on CoT the intervals overlap, so this run cannot rank the judges there" in mae
+    assert "ranks that judge first" not in mae
+
+
+def test_a_takeaway_tells_judges_apart_only_where_their_win_rates_separate() -> None:
+    def arena(name: str, win: tuple[float, float, float]) -> compare.Run:
+        run = arena_run(name, "MovieLens-100K (real, GroupLens)")
+        row = run.results["03_recsys_arena"]["results"][0]
+        row["value"], row["low"], row["high"] = win
+        return run
+
+    (wins,) = [
+        t for t in compare.takeaways_items([arena("a", (20, 10, 30)), arena("b", (60, 50, 70))]) if "Chapter 3" in t
+    ]
+    assert "lie apart, so the judges disagree there" in wins
+    (wins,) = [
+        t for t in compare.takeaways_items([arena("a", (55, 45, 65)), arena("b", (60, 50, 70))]) if "Chapter 3" in t
+    ]
+    assert "cannot tell the judges apart" in wins
+
+
+def test_the_agreement_takeaway_says_whether_kappa_is_above_chance() -> None:
+    runs = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
+    agreement = pd.DataFrame(
+        [
+            {"items": "03_recsys_arena/pairwise", "judge A": "a", "judge B": "b", "n both labelled": 50,
+             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7},
+            {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8,
+             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5},
+        ]
+    )  # fmt: skip
+    (text,) = [t for t in compare.takeaways_items(runs, agreement) if t.startswith("Agreement")]
+    assert "above chance on chapter 3: pairwise verdicts (0.400 [0.200, 0.600])" in text
+    assert "not distinguishable from chance on chapter 4: list labels (0.100 [-0.300, 0.500])" in text
+    shown = compare.agreement_display(agreement)
+    assert list(shown.columns) == [
+        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, %"
+    ]  # fmt: skip
+    assert shown["raw agreement, %"].tolist() == ["70.0", "50.0"]
+
+
+def test_the_headline_forest_plot_has_one_row_per_measure_and_judge() -> None:
+    runs = [serendipity_run("a", (0.5, 0.3, 0.7)), arena_run("b", "MovieLens-100K (real, GroupLens)")]
+    rows = compare.headline_rows(runs)
+    assert rows[["measure", "judge"]].values.tolist() == [["ch. 3: Win %, NRMS vs FM", "model-b"]]
+    assert rows[["value", "low", "high"]].values.tolist() == [[60.0, 50.0, 70.0]]
+    fig = compare.headline_figure(runs)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["ch. 3: Win %, NRMS vs FM"]
+    assert compare.headline_figure([]).axes[0].texts  # nothing to draw: a figure that says so, never None
+
+
+def test_tables_for_people_put_ours_beside_the_papers() -> None:
+    table = compare.serendipity_table([serendipity_run("a", (0.5, 0.3, 0.7))])
+    cot = table[table["prompt template"] == "CoT"]
+    assert cot["judge"].tolist()[0] == "model-a" and cot["kind"].tolist()[1:] == ["paper", "paper"]
+    assert cot["MAE [95 % CI]"].tolist()[0] == "0.500 [0.300, 0.700]"
+    assert not any("_" in column for column in table.columns)
+    assert compare.saer_detection_table([]).empty
+    assert str(compare.shown(compare.saer_detection_table([]), "SAER")).startswith("*SAER*: no run")

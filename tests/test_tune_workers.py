@@ -181,7 +181,7 @@ def test_two_workers_share_the_studies_and_the_experiment_then_tunes_nothing(
         assert f"fold {fold}: 3 studies; 0 tuning trials run here; 0 tuned models loaded" in printed
         assert "3 refitted from the best parameters of a complete stored study" in printed
     table = tuning_table(run)
-    assert (table.loc[table["trials"] > 0, "run here"] == 0).all() and not table["loaded"].any()
+    assert (table.loc[table["TPE trials"] > 0, "Run here"] == 0).all() and not table["Loaded"].any()
     # and on a worker's machine it loads the stored models
     monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(tmp_path / "runs0"))
     for fold in prepare_folds(ds.interactions, folds=FOLDS, n_users=config.n_users, seed=config.seed):

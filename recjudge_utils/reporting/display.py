@@ -5,13 +5,24 @@ A dataset's label for titles is :attr:`~recjudge_utils.data.Dataset.display_labe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
 from recjudge_utils.judge.types import Judge
 
-__all__ = ["captioned", "error_bars", "estimate_cell", "judge_caveat", "usage_footer"]
+__all__ = [
+    "captioned",
+    "error_bars",
+    "estimate_cell",
+    "judge_caveat",
+    "usage_cells",
+    "usage_footer",
+    "usage_table_for_people",
+]
 
 #: how the book names judges whose numbers cannot be read as a judge's opinion
 SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
@@ -79,3 +90,42 @@ def error_bars(value: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
     below = np.nan_to_num(np.clip(value - low, 0.0, None))
     above = np.nan_to_num(np.clip(high - value, 0.0, None))
     return np.vstack([below, above])
+
+
+def usage_cells(values: Mapping[str, Any]) -> dict[str, str]:
+    """One usage row (a judge's ``usage_summary`` row or a notebook's ``usage.json``) as cells a reader reads:
+    judgments, paid calls, unparsed and failed answers in one cell, tokens in and out in one cell, dollars."""
+
+    def count(key: str) -> int:
+        value = values.get(key)
+        return 0 if value is None or pd.isna(value) else int(value)
+
+    failed = f"{count('unparsed')} / {count('errors')}"
+    if count("budget_spent"):
+        failed += f" ({count('budget_spent')} out of budget)"
+    tokens = f"{count('prompt_tokens'):,} / {count('completion_tokens'):,}"
+    if count("reasoning_tokens"):
+        tokens += f" ({count('reasoning_tokens'):,} reasoning)"
+    cost = values.get("cost_usd")
+    return {
+        "judgments": f"{count('calls'):,}",
+        "paid calls": f"{count('api_calls'):,}",
+        "unparsed / errors": failed,
+        "tokens in / out": tokens,
+        "cost (US$)": "-" if cost is None or pd.isna(cost) else f"{float(cost):.4f}",
+    }
+
+
+def usage_table_for_people(usage: pd.DataFrame) -> Styler:
+    """A judge's usage table (:func:`usage_footer`) in seven columns with headers in words and no index: one row per
+    prompt and one for all of them; judgments that were not paid calls came from the cache."""
+    rows = [
+        {
+            "prompt": "all prompts" if row["template_id"] == "TOTAL" else row["template_id"],
+            **usage_cells(row),
+            "seconds": f"{float(row['seconds']):.1f}" if pd.notna(row.get("seconds")) else "-",
+        }
+        for row in usage.to_dict("records")
+    ]
+    columns = ["prompt", "judgments", "paid calls", "unparsed / errors", "tokens in / out", "cost (US$)", "seconds"]
+    return pd.DataFrame(rows, columns=columns).style.hide(axis="index")

@@ -1,0 +1,95 @@
+"""The introduction's tables for people (the data, one judgment, the usage footer) and the takeaways of its one
+judgment."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from recjudge_utils.answer_formats.json_levels import levels_parser
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments.introduction import fit_request
+from recjudge_utils.judge.types import JudgeRequest, JudgeResult
+from recjudge_utils.reporting import introduction as report
+from recjudge_utils.reporting.display import usage_table_for_people
+
+
+@pytest.fixture
+def toy() -> Dataset:
+    """Two users, three movies, one rating each."""
+    inter = pd.DataFrame(
+        {"user": [1, 1, 2], "item": [10, 11, 12], "rating": [5.0, 3.5, 4.0], "timestamp": [0, 86400, 172800]}
+    )
+    items = pd.DataFrame(
+        {"item": [10, 11, 12], "title": ["Alpha", "Beta", "Gamma"], "genres": [["Drama"], ["Comedy"], ["Drama"]]}
+    )
+    return Dataset("toy", inter, items, None, label="toy", is_real=False, source="test")
+
+
+def judged(toy: Dataset, **fields: object) -> JudgeResult[dict[str, int]]:
+    """A judgment of the introduction's question with the given outcome fields."""
+    outcome: dict[str, object] = {
+        "status": "parsed", "raw_text": '{"score": 4}', "value": {"score": 4}, "reason": None, "label_probs": None,
+        "expected_label": None, "prompt_tokens": 80, "completion_tokens": 6, "latency_s": 0.1, "cost_usd": 0.0,
+        "cache_hit": False,
+    }  # fmt: skip
+    outcome.update(fields)
+    return JudgeResult(request=fit_request(toy, seed=0, n_history=2), **outcome)  # type: ignore[arg-type]
+
+
+def test_the_data_tables_speak_in_words(toy: Dataset) -> None:
+    stats = report.statistics_table(toy).iloc[0]
+    assert stats["users"] == "2" and stats["interactions"] == "3" and stats["categories (genres)"] == "2"
+    assert stats["density (% of user-item pairs)"] == "50.00"  # 3 of 2 x 3 pairs
+    first = report.first_ratings(toy, n=2)
+    assert first["title"].tolist() == ["Alpha", "Beta"] and first["rating (stars)"].tolist() == ["5", "3.5"]
+    assert first["rated on (UTC)"].tolist() == ["1970-01-01 00:00", "1970-01-02 00:00"]
+    assert str(report.ratings_sentence(toy)).startswith(
+        "67 % of the 3 ratings are four stars or more. The genres with the most ratings are Drama (67 %), Comedy (33 %)"
+    )
+
+
+def test_one_judgment_as_a_table_and_its_takeaways(toy: Dataset) -> None:
+    result = judged(toy)
+    table = report.judgment_table(result, "judge-x").set_index("what")["value"]
+    assert table["status"] == "parsed" and table["parsed score"] == "score 4"
+    assert table["prompt file"] == "prompts/introduction/fit.md" and "Candidate movie" in table["question"]
+    assert "label probabilities" not in table.index
+    items = report.takeaways_items(result, "judge-x")
+    assert items[0].startswith('The judge, judge-x, answered `{"score": 4}`, which parsed to the score 4')
+    assert any("new call (80 tokens in, 6 out" in item for item in items)
+    assert not any("simulated judge" in item for item in items)
+
+
+def test_an_unparsed_or_cached_judgment_is_said_so(toy: Dataset) -> None:
+    result = judged(toy, status="unparsed", raw_text="maybe `4`", value=None, reason="no JSON", cache_hit=True)
+    table = report.judgment_table(result, "simulated judge (noise 0.8)").set_index("what")["value"]
+    assert table["why it has no score"] == "no JSON" and table["parsed score"] == "none"
+    items = report.takeaways_items(result, "simulated judge (noise 0.8)")
+    assert "answered `` maybe `4` ``, which did not parse (no JSON)" in items[0]
+    assert any("from the disk cache" in item for item in items)
+    assert any(
+        "{term}`simulated judge` answered here and never read the question: this question carries no truth" in item
+        for item in items
+    )
+    probs = judged(toy, label_probs={"4": 0.6, "5": 0.4}, expected_label=4.4)
+    table = report.judgment_table(probs, "j").set_index("what")["value"]
+    assert table["label probabilities"] == "4: 0.600, 5: 0.400" and table["expected score"] == "4.40"
+    assert any("expected score is 4.40" in item for item in report.takeaways_items(probs, "j"))
+
+
+def test_the_usage_table_for_people_has_seven_columns_in_words(scripted_judge) -> None:
+    judge = scripted_judge(lambda request: '{"score": 3}' if request.metadata["i"] else "no idea")
+    requests = [
+        JudgeRequest(({"role": "user", "content": f"q {i}"},), "introduction/fit", "1", metadata={"i": i})
+        for i in range(3)
+    ]
+    parse = levels_parser(["score"])
+    judge.judge_many(requests, parse)
+    judge.judge_many(requests[:1], parse)  # answered from the cache
+    shown = usage_table_for_people(judge.usage_summary()).data
+    assert list(shown.columns) == [
+        "prompt", "judgments", "paid calls", "unparsed / errors", "tokens in / out", "cost (US$)", "seconds"
+    ]  # fmt: skip
+    total = shown.set_index("prompt").loc["all prompts"]
+    assert total["judgments"] == "4" and total["paid calls"] == "3" and total["unparsed / errors"] == "2 / 0"

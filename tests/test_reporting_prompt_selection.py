@@ -1,0 +1,139 @@
+"""Chapter 1's tables, figures and takeaways for people: headers in words, an estimate and its CI in one cell, ours
+beside the paper's, and takeaways that say only what the run's CIs allow (one run where they separate the
+templates, one where they do not)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+from test_protocol_pointwise_score import make_items, make_pairs
+
+from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.experiments import prompt_selection
+from recjudge_utils.experiments.prompt_selection import PromptSelectionConfig, PromptSelectionRun
+from recjudge_utils.reporting import prompt_selection as report
+from recjudge_utils.reporting.paper import paper_table
+
+PAPER = paper_table("serendipity_table1")
+PAPER_COT_GPT = float(PAPER.query("template == 'cot' and model == 'GPT-4o-mini'")["mae"].item())
+
+
+def exact_cot_reversed_base(req) -> str:
+    """CoT answers the truth g; Base answers 6 - g, the scale reversed."""
+    g = req.truth.level("score")
+    score = g if req.template_id.endswith("cot") else 6 - g
+    return json.dumps({"relevance": g, "unexpectedness": g, "score": score})
+
+
+def equally_noisy(req) -> str:
+    """Both templates answer g plus an error in -2..2 drawn from a hash of the template and the pair."""
+    g = req.truth.level("score")
+    error = zlib.crc32((req.template_id + req.messages[-1]["content"]).encode()) % 5 - 2
+    score = int(np.clip(g + error, 1, 5))
+    return json.dumps({"relevance": g, "unexpectedness": g, "score": score})
+
+
+def toy_run(judge, answer, is_real: bool) -> PromptSelectionRun:
+    pairs = make_pairs(n_users=40, per_user=4, with_aux=True)
+    data = SerendipityPairs(pairs, make_items(), "toy pairs", is_real, "test")
+    config = PromptSelectionConfig(templates=("base", "cot"), n_pairs=60, n_boot=400)
+    return prompt_selection.run(judge(answer), data, config)
+
+
+@pytest.fixture
+def separated(scripted_judge) -> PromptSelectionRun:
+    return toy_run(scripted_judge, exact_cot_reversed_base, is_real=False)
+
+
+@pytest.fixture
+def overlapping(scripted_judge) -> PromptSelectionRun:
+    return toy_run(scripted_judge, equally_noisy, is_real=True)
+
+
+def test_takeaways_rank_the_templates_when_the_cis_separate_them(separated) -> None:
+    assert separated.selected == "cot"
+    ranking, constant, kappa, paper, sample = report.takeaways_items(separated)
+    assert ranking.startswith("CoT had the lowest MAE, 0.00 [0.00, 0.00]")
+    assert "exclude 0" in ranking and "ranks CoT first" in ranking
+    assert constant.startswith("CoT beats the best constant predictor (always ")
+    assert kappa == "CoT's weighted κ 1.00 [1.00, 1.00] excludes 0: its scores agree with g beyond chance."
+    assert "stand-in" in paper and f"MAE {PAPER_COT_GPT:.3f} with GPT-4o-mini" in paper
+    assert sample.startswith("On 60 judged pairs the MAE CIs are ")
+
+
+def test_takeaways_refuse_a_ranking_the_cis_do_not_support(overlapping) -> None:
+    ranking, constant, _, paper, _ = report.takeaways_items(overlapping)
+    other = "Base" if overlapping.selected == "cot" else "CoT"
+    [test] = overlapping.template_tests.to_dict("records")
+    assert test["MAE diff low"] <= 0 <= test["MAE diff high"]  # the premise: this run's CI includes 0
+    assert f"the paired MAE differences to {other} include 0" in ranking and "cannot rank" in ranking
+    assert "ranks" not in ranking.replace("cannot rank", "")
+    # the constant verdict follows the sign of its own paired CI, whichever way this run fell
+    relation, diff = report._versus_constant(overlapping, overlapping.selected)
+    expected = "beats" if diff.high < 0 else ("is worse than" if diff.low > 0 else "cannot be told apart from")
+    assert relation == expected and f" {expected} the best constant predictor" in constant
+    # real data: the paper's CoT number is set beside this run's CI, inside or outside as the numbers say
+    cot = overlapping.summary.loc["cot"]
+    where = "inside" if cot["mae_lo"] <= PAPER_COT_GPT <= cot["mae_hi"] else "outside"
+    assert paper.startswith(f"The paper's CoT MAE with GPT-4o-mini, {PAPER_COT_GPT:.3f}, lies {where} this run's CI")
+
+
+def test_table1_puts_ours_and_the_papers_side_by_side_in_words(separated) -> None:
+    frame = report.table1(separated).data
+    headers = list(frame.columns)
+    assert headers[0] == ("template", "")
+    assert ("MAE", "paper, GPT-4o-mini") in headers and ("MAE", "this run (95 % CI)") in headers
+    assert ("3-class accuracy %", "paper, Llama-3.1-70B") in headers
+    assert not any("_" in part for h in headers for part in h)  # no machine names such as mae_lo
+    rows = frame.set_index(("template", ""))
+    assert list(rows.index) == ["Base", "CoT"]
+    assert rows.loc["CoT", ("MAE", "paper, GPT-4o-mini")] == f"{PAPER_COT_GPT:.3f}"
+    assert rows.loc["CoT", ("MAE", "this run (95 % CI)")] == "0.00 [0.00, 0.00]"
+    assert rows.loc["CoT", ("3-class accuracy %", "this run (95 % CI)")].startswith("100.0 [")
+    assert rows.loc["Base", ("", "parsed / judged")] == "60 / 60"
+
+
+def test_display_tables_have_worded_headers_and_no_index(separated) -> None:
+    for table in (report.baselines_table, report.agreement_table, report.cost_table, report.tests_table):
+        styler = table(separated)
+        assert styler.caption and styler.hide_index_[0]
+        assert not [c for c in styler.data.columns if "_" in str(c)], table.__name__
+    tests = report.tests_table(separated).data
+    assert list(tests["comparison"]) == ["CoT vs Base"]
+    assert tests.loc[0, "MAE difference (95 % CI)"].startswith("-")
+
+
+def test_forest_rows_hold_our_cis_and_the_papers_points(separated) -> None:
+    rows = report.forest_rows(separated, "acc3")
+    ours = rows[rows["source"] == "this run (95 % CI)"].set_index("template")
+    assert ours.loc["CoT", "value"] == pytest.approx(100.0) and ours.loc["CoT", "low"] < 100.0
+    paper = rows[rows["source"] == "paper, GPT-4o-mini"].set_index("template")
+    assert paper.loc["CoT", "value"] == pytest.approx(46.98) and np.isnan(paper.loc["CoT", "low"])
+    assert list(dict.fromkeys(rows["template"])) == ["Base", "CoT"]
+    ax = report.template_forest(separated, "mae").axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0].startswith("best constant predictor: always ") and "paper, GPT-4o-mini" in legend
+    with pytest.raises(ValueError):
+        report.forest_rows(separated, "kappa")
+
+
+def test_glued_numbers_come_from_the_run(separated) -> None:
+    values = report.glue_values(separated)
+    width = (separated.summary["mae_hi"] - separated.summary["mae_lo"]).mean()
+    assert values == {"ch1-n-pairs": 60, "ch1-mae-ci-width": pytest.approx(width)}
+
+
+def test_caveats_are_admonitions_only_where_they_apply(separated, overlapping) -> None:
+    [stand_in] = report.data_notes(separated)
+    assert "Stand-in data" in stand_in.text and "kotkov2018serendipity" in stand_in.text
+    assert report.data_notes(overlapping) == []
+    rule = [n for n in report.table1_notes(separated) if "CoT and LtM see the rule" in n.text]
+    assert len(rule) == 1 and rule[0].text.startswith("```{admonition}")
+    assert not [n for n in report.table1_notes(overlapping) if "see the rule" in n.text]  # real data: no such note

@@ -1,0 +1,240 @@
+"""Chapter 5's display layer on constructed runs: takeaways claim only what their CIs allow, tables are for people,
+and every note and figure marks the simulated judge."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from recjudge_utils.experiments.protocol_detection import (
+    DetectionConfig,
+    DetectionRun,
+    ReevalDetection,
+    SaerDetection,
+    Separation,
+)
+from recjudge_utils.reporting import protocol_detection as report
+
+#: a header a reader should not meet: a bound column, a count or a raw frame column
+MACHINE_NAME = re.compile(r"_(lo|hi)\b|^(n|source|mae|acc3|kappa_qw|win_rate|coverage|power|gap)$")
+CONFIG = DetectionConfig(
+    noise_levels=(0.0, 1.0),
+    coverage_sizes=(10, 100),
+    biases=(0.0, 0.2, 0.4),
+    neglects=(0.0, 0.5),
+    reeval_noise=(0.0, 2.0),
+    user_sizes=(10, 40),
+)
+
+
+def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool = False) -> DetectionRun:
+    """A run whose intervals separate (from 100 %, from 0, from 95 %) when ``separates``, and do not otherwise."""
+    noise = pd.DataFrame(
+        {"noise": [0.0, 1.0], "mae": [0.0, 0.66], "mae_lo": [0.0, 0.63], "mae_hi": [0.0, 0.69],
+         "expected_mae": [0.0, 0.658], "acc3": [1.0, 0.64], "acc3_wilson_lo": [0.99, 0.62],
+         "acc3_wilson_hi": [1.0, 0.66], "kappa_qw": [1.0, 0.61], "kappa_lo": [1.0, 0.57], "kappa_hi": [1.0, 0.65]}
+    )  # fmt: skip
+    low_cov = (0.88, 0.85, 0.91) if separates else (0.93, 0.90, 0.955)
+    coverage = pd.DataFrame(
+        [
+            (10, "MAE, percentile bootstrap", *low_cov, 0.72),
+            (10, "3-class accuracy, Wilson", 0.95, 0.92, 0.97, 0.49),
+            (100, "MAE, percentile bootstrap", 0.95, 0.93, 0.97, 0.25),
+            (100, "3-class accuracy, Wilson", 0.96, 0.94, 0.98, 0.18),
+        ],
+        columns=["n", "interval", "coverage", "coverage_lo", "coverage_hi", "mean_width"],
+    )
+    coverage.attrs.update(true_mae=0.66, true_acc=0.64, noise=1.0)
+    power = pd.DataFrame(
+        {"n": [50, 200], "power": [0.26, 0.83], "power_lo": [0.22, 0.79], "power_hi": [0.31, 0.86],
+         "power_statsmodels": [0.27, 0.78]}
+    )  # fmt: skip
+    separation = Separation(power, (1.35, 1.73), (0.81, 1.03), 0.19, 192.0, 210.0)
+    single_q = math.inf if infinite_q else 0.935
+    arena = pd.DataFrame(
+        [(b, "truth", 0.42, 0.68) for b in CONFIG.biases]
+        + [(0.0, "single order (paper)", 0.42, 0.68), (0.0, "both orders, adjudicated", 0.42, 0.68)]
+        + [(0.2, "single order (paper)", 0.47, 0.80), (0.2, "both orders, adjudicated", 0.42, 0.68)]
+        + [(0.4, "single order (paper)", 0.52, single_q), (0.4, "both orders, adjudicated", 0.42, 0.68)],
+        columns=["bias", "protocol", "win_rate", "Q"],
+    )
+    arena.attrs.update(tested="random", baseline="pop", users=300, truth_ties=0.66)
+    adversarial = pd.DataFrame(
+        [(0.0, "correct", 1.0, 0.97, 1.0), (0.0, "wrong", 0.0, 0.0, 0.03), (0.0, "tie", 0.0, 0.0, 0.03),
+         (0.0, "expected correct", 1.0, np.nan, np.nan), (0.5, "correct", 0.55, 0.47, 0.63),
+         (0.5, "wrong", 0.0, 0.0, 0.03), (0.5, "tie", 0.45, 0.37, 0.53),
+         (0.5, "expected correct", 0.5, np.nan, np.nan)],
+        columns=["context_neglect", "outcome", "share", "lo", "hi"],
+    )  # fmt: skip
+    # without separation every biased row's interval still reaches the 100 % of an unbiased judge
+    consistency = pd.DataFrame(
+        {"bias": [0.0, 0.2, 0.4], "consistency": [1.0, 0.75, 0.58] if separates else [1.0] * 3,
+         "lo": [0.98, 0.67, 0.50] if separates else [0.8] * 3, "hi": [1.0, 0.81, 0.66] if separates else [1.0] * 3,
+         "expected": [1.0, 0.73, 0.53]}
+    )  # fmt: skip
+    labels = pd.DataFrame(
+        [(src, lab, share, kappa)
+         for src, shares, kappa in (("truth", (0.84, 0.12, 0.04), 1.0), ("annotator A", (0.68, 0.25, 0.07), 0.43),
+                                    ("annotator B", (0.66, 0.26, 0.08), 0.50),
+                                    ("strict merge of A and B", (0.85, 0.12, 0.03), 0.69))
+         for lab, share in zip(("Poor Match", "Partial Match", "Good Match"), shares, strict=True)],
+        columns=["labels", "label", "share", "kappa_vs_truth"],
+    )  # fmt: skip
+    verdicts = pd.DataFrame(
+        [(src, v, share)
+         for src, shares in (("truth", (0.13, 0.74, 0.13)), ("annotator A", (0.24, 0.52, 0.24)),
+                             ("annotator B", (0.28, 0.44, 0.28)), ("conservative merge of A and B", (0.14, 0.73, 0.13)))
+         for v, share in zip(("co-occurrence", "Tie", "embedding"), shares, strict=True)],
+        columns=["verdicts", "verdict", "share"],
+    )  # fmt: skip
+    saer = SaerDetection(adversarial, consistency, labels, verdicts, customers=150, heldout=5)
+    noisy_gap = (-0.06, -0.10, -0.02) if wrong_side else (0.08, 0.02, 0.13) if separates else (0.05, -0.03, 0.12)
+    gaps = pd.DataFrame(
+        [("truth", "avg", 0.106, 0.080, 0.131), ("truth", "p_ser", 0.019, 0.014, 0.025),
+         ("noise 0", "avg", 0.106, 0.080, 0.131), ("noise 0", "p_ser", 0.019, 0.014, 0.025),
+         ("noise 2", "avg", *noisy_gap), ("noise 2", "p_ser", 0.017, 0.003, 0.031)],
+        columns=["source", "metric", "gap", "gap_lo", "gap_hi"],
+    )  # fmt: skip
+    gaps.attrs.update(recommenders=("bprmf", "random"), users=150, pairs=5962)
+    ordering = pd.DataFrame(
+        [(m, s, n, c) for m in ("avg", "p_ser") for s in ("noise 0", "noise 2") for n, c in ((10, 0.9), (40, 0.97))],
+        columns=["metric", "source", "users", "correct_order"],
+    )
+    needed = pd.DataFrame(
+        [(m, s, n) for m in ("avg", "p_ser") for s, n in (("noise 0", 40.0), ("noise 2", np.nan))],
+        columns=["metric", "source", "users_for_95%"],
+    )
+    return DetectionRun(
+        config=CONFIG,
+        judge_name="simulated judge (noise 0)",
+        data_label="Serendipity-2018 proxy stand-in [STAND-IN]; MovieLens-100K",
+        noise=noise,
+        coverage=coverage,
+        separation=separation,
+        arena=arena,
+        saer=saer,
+        reevaluation=ReevalDetection(gaps, ordering, needed),
+    )
+
+
+def test_takeaways_claim_a_difference_only_where_the_interval_excludes_it() -> None:
+    separated = "\n".join(report.takeaways_items(constructed_run(separates=True)))
+    assert "The smallest position bias the swap test detects in this run is b = 0.2" in separated
+    assert "covers less than 95 % at n = 10 judged pairs" in separated
+    assert "excludes 0 on the truth's side at every noise level tried" in separated
+    assert "cannot" not in separated
+
+    overlapping = "\n".join(report.takeaways_items(constructed_run(separates=False)))
+    assert "this run cannot tell the biased judge from an unbiased one" in overlapping
+    assert "detects" not in overlapping
+    assert "The percentile bootstrap CI of the MAE is not shown to cover less than 95 %" in overlapping
+    assert "at σ = 2 the measured gap's CI includes 0: there this run cannot order them" in overlapping
+
+
+def test_a_gap_excluding_zero_on_the_wrong_side_is_called_a_wrong_order() -> None:
+    items = report.takeaways_items(constructed_run(separates=True, wrong_side=True))
+    assert "at σ = 2 the CI excludes 0 on the wrong side: the judge orders them wrongly" in items[-1]
+
+
+def test_the_takeaways_count_intervals_that_hold_the_truth() -> None:
+    items = report.takeaways_items(constructed_run(separates=True))
+    assert "holds the MAE the error model implies at 2 of 2 noise levels." in items[0]
+    assert "holds the expected 1 − c at 2 of 2 levels" in "\n".join(items)
+
+
+def test_tables_have_worded_headers_and_an_interval_in_the_estimates_cell() -> None:
+    run = constructed_run(separates=True)
+    tables = [
+        report.noise_table(run.noise),
+        report.coverage_table(run.coverage),
+        report.separation_table(run.separation),
+        report.arena_table(run.arena),
+        *report.saer_tables(run.saer),
+        *report.adjudication_tables(run.saer),
+        report.reevaluation_table(run),
+    ]
+    for styler in tables:
+        assert "simulated judge" in str(styler.caption)
+        machine = [c for c in map(str, styler.data.columns) if MACHINE_NAME.search(c)]
+        assert machine == [], machine
+        assert len(styler.data.columns) <= 6
+        assert "row_heading" not in styler.to_html()  # no index column
+    noise = report.noise_table(run.noise).data
+    assert list(noise["MAE [95 % CI]"]) == ["0.000 [0.000, 0.000]", "0.660 [0.630, 0.690]"]
+    assert list(noise["implied MAE in the CI"]) == ["yes", "yes"]
+    cov = report.coverage_table(run.coverage).data
+    assert cov.iloc[0]["coverage % [95 % CI]"] == "88.0 [85.0, 91.0]"
+    assert cov.iloc[0]["against the nominal 95 %"] == "below"
+    gaps = report.reevaluation_table(run).data.set_index("judge")
+    assert gaps.loc["simulated judge, σ = 2", "users for 95 % correct order (Avg.Score)"] == "more than 40"
+    assert gaps.loc["simulated judge, σ = 0", "Avg.Score@20 gap [95 % CI]"] == "0.106 [0.080, 0.131]"
+
+
+def test_an_infinite_q_reads_as_infinity_and_the_text_says_what_it_means() -> None:
+    run = constructed_run(separates=True, infinite_q=True)
+    table = report.arena_table(run.arena).data.set_index("position bias b")
+    assert table.loc["0.4", "Q single order"] == "∞"
+    assert table.loc["0.2", "Q single order"] == "0.800 (+18 %)"
+    assert "inf" not in table.to_string()
+    assert "Q reads ∞ where a protocol records wins but no losses and no ties" in report.arena_text(run.arena)
+    assert "∞" not in report.arena_text(constructed_run(separates=True).arena)
+
+
+@pytest.mark.parametrize("section", report.SECTIONS)
+def test_each_sections_note_is_the_simulated_judges_with_its_error_model(section: str) -> None:
+    text = report.judge_note(constructed_run(separates=True), section).text
+    assert text.startswith("```{admonition} Simulated judge\n:class: simulated")
+    assert "not what any LLM thinks" in text and "warning" not in text
+    swept, fixed = text.split("Error model:")
+    assert "every other error as below" in swept
+    assert "unparseable 0" in fixed and "margin 0.5" in fixed
+    if section == "arena":
+        assert "position bias b = 0, 0.2, 0.4" in swept and "position bias" not in fixed
+    if section == "saer":
+        assert "context neglect c = 0, 0.5" in swept and "context neglect" not in fixed
+
+
+def test_an_unknown_section_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown section"):
+        report.judge_note(constructed_run(separates=True), "chapter 7")
+
+
+def test_the_stand_in_note_appears_only_for_stand_in_data() -> None:
+    run = constructed_run(separates=True)
+    note = report.data_note(run)
+    assert note is not None and "Stand-in data" in note.text
+    run.data_label = "Serendipity-2018; MovieLens-100K"
+    assert report.data_note(run) is None
+
+
+def test_every_figure_names_the_simulated_judge() -> None:
+    run = constructed_run(separates=True)
+    figures = [
+        report.noise_figure(run.noise),
+        report.coverage_figure(run.coverage),
+        report.separation_figure(run.separation),
+        report.arena_figure(run.arena),
+        report.saer_figure(run.saer),
+        report.adjudication_figure(run.saer),
+        report.reevaluation_figure(run),
+        report.ordering_figure(run),
+        report.forest_figure(run),
+    ]
+    for fig in figures:
+        assert isinstance(fig, Figure)
+        titles = [fig.get_suptitle(), *(ax.get_title() for ax in fig.axes)]
+        assert any("simulated judge" in t for t in titles), titles
+
+
+def test_the_forest_plot_sets_each_rate_beside_its_truth() -> None:
+    fig = report.forest_figure(constructed_run(separates=True))
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows[:2] == ["adversarial detected, c = 0", "adversarial detected, c = 0.5"]
+    assert rows[2:] == ["swap consistency, b = 0", "swap consistency, b = 0.2", "swap consistency, b = 0.4"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["measured (95 % CI)", "truth (error model)"]
