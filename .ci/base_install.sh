@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
-venv=${RECJUDGE_BASE_VENV:-/tmp/recjudge-base}
 src=$(mktemp -d)
 work=$(mktemp -d)
+# a fresh folder per run unless one is named: two runs on one machine never share (and break) one environment
+venv=${RECJUDGE_BASE_VENV:-$work/venv}
 trap 'rm -rf "$src" "$work"' EXIT
 
 # the package from a copy of its sources, so the build writes nothing into the checkout
