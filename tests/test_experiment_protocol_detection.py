@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from test_reporting_protocol_detection import every_figure, every_table
 
 from recjudge_utils.data import Dataset
 from recjudge_utils.data.standins import serendipity_proxy_from_movielens
@@ -113,28 +114,10 @@ def test_results_are_numbers_with_their_intervals(run: detect.DetectionRun) -> N
 
 
 def test_the_chapters_tables_figures_notes_and_takeaways_build_from_a_run(run: detect.DetectionRun) -> None:
-    tables = [
-        report.noise_table(run.noise),
-        report.coverage_table(run.coverage),
-        report.separation_table(run.separation),
-        report.arena_table(run.arena),
-        *report.saer_tables(run.saer),
-        *report.adjudication_tables(run.saer),
-        report.reevaluation_table(run),
-    ]
+    tables = every_table(run)
     assert all(len(t.data) for t in tables)
     assert [len(report.noise_table(run.noise).data), len(report.arena_table(run.arena).data)] == [2, 2]
-    figures = [
-        report.noise_figure(run.noise),
-        report.coverage_figure(run.coverage),
-        report.separation_figure(run.separation),
-        report.arena_figure(run.arena),
-        report.saer_figure(run.saer),
-        report.adjudication_figure(run.saer),
-        report.reevaluation_figure(run),
-        report.ordering_figure(run),
-        report.forest_figure(run),
-    ]
+    figures = every_figure(run)
     assert all(f.axes for f in figures)
     notes = [report.judge_note(run, s).text for s in report.SECTIONS]
     assert all(n.startswith("```{admonition} Simulated judge") for n in notes)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
+from pandas.io.formats.style import Styler
 
 from recjudge_utils.experiments.protocol_detection import (
     DetectionConfig,
@@ -122,6 +123,34 @@ def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool 
     )
 
 
+def every_table(run: DetectionRun) -> list[Styler]:
+    """Every table chapter 5 shows, built from ``run``."""
+    return [
+        report.noise_table(run.noise),
+        report.coverage_table(run.coverage),
+        report.separation_table(run.separation),
+        report.arena_table(run.arena),
+        *report.saer_tables(run.saer),
+        *report.adjudication_tables(run.saer),
+        report.reevaluation_table(run),
+    ]
+
+
+def every_figure(run: DetectionRun) -> list[Figure]:
+    """Every figure chapter 5 shows, built from ``run``."""
+    return [
+        report.noise_figure(run.noise),
+        report.coverage_figure(run.coverage),
+        report.separation_figure(run.separation),
+        report.arena_figure(run.arena),
+        report.saer_figure(run.saer),
+        report.adjudication_figure(run.saer),
+        report.reevaluation_figure(run),
+        report.ordering_figure(run),
+        report.forest_figure(run),
+    ]
+
+
 def test_takeaways_claim_a_difference_only_where_the_interval_excludes_it() -> None:
     separated = "\n".join(report.takeaways_items(constructed_run(separates=True)))
     assert "The smallest position bias the swap test detects in this run is b = 0.2" in separated
@@ -149,15 +178,7 @@ def test_the_takeaways_count_intervals_that_hold_the_truth() -> None:
 
 def test_tables_have_worded_headers_and_an_interval_in_the_estimates_cell() -> None:
     run = constructed_run(separates=True)
-    tables = [
-        report.noise_table(run.noise),
-        report.coverage_table(run.coverage),
-        report.separation_table(run.separation),
-        report.arena_table(run.arena),
-        *report.saer_tables(run.saer),
-        *report.adjudication_tables(run.saer),
-        report.reevaluation_table(run),
-    ]
+    tables = every_table(run)
     for styler in tables:
         assert "simulated judge" in str(styler.caption)
         machine = [c for c in map(str, styler.data.columns) if MACHINE_NAME.search(c)]
@@ -214,17 +235,7 @@ def test_the_stand_in_note_appears_only_for_stand_in_data() -> None:
 
 def test_every_figure_names_the_simulated_judge() -> None:
     run = constructed_run(separates=True)
-    figures = [
-        report.noise_figure(run.noise),
-        report.coverage_figure(run.coverage),
-        report.separation_figure(run.separation),
-        report.arena_figure(run.arena),
-        report.saer_figure(run.saer),
-        report.adjudication_figure(run.saer),
-        report.reevaluation_figure(run),
-        report.ordering_figure(run),
-        report.forest_figure(run),
-    ]
+    figures = every_figure(run)
     for fig in figures:
         assert isinstance(fig, Figure)
         titles = [fig.get_suptitle(), *(ax.get_title() for ax in fig.axes)]

@@ -318,6 +318,29 @@ def table2(run: ArenaRun) -> Styler:
     return captioned(body, _caption(title, frame))
 
 
+def _paper_rows(paper: pd.DataFrame, x: str, wtl_header: str) -> list[tuple[pd.Series, dict[str, Any]]]:
+    """The paper's row of each of its judges for recommender ``x`` (``paper`` indexed by rs and llm), beside the
+    display row built from it; ``wtl_header`` formats the Win/Tie/Lose headers ("{}" or "{} [95 % CI]")."""
+    out = []
+    for llm in _PAPER_LLMS:
+        key = (PAPER_NAMES.get(x, ""), llm)
+        if key not in paper.index:
+            continue
+        p = paper.loc[key]
+        row = {
+            "recommender": _rec_label(x),
+            "setting": f"paper, {llm}",
+            **{
+                wtl_header.format(h): estimate_cell(p[c], digits=1)
+                for c, h in (("win", "Win %"), ("tie", "Tie %"), ("lose", "Lose %"))
+            },
+            f"Q [{_CI}]": estimate_cell(p["q"], digits=2),
+            "rank": _rank(p["rank"]),
+        }
+        out.append((p, row))
+    return out
+
+
 def table2_beside_paper(run: ArenaRun) -> Styler:
     """The paper's Table 2 rows (its three judges, the tested model shown as A) beside ours, per recommender."""
     paper = paper_table("arena_table2")
@@ -340,23 +363,7 @@ def table2_beside_paper(run: ArenaRun) -> Styler:
                     "rank": _rank(r["rank"]),
                 }
             )
-        for llm in _PAPER_LLMS:
-            key = (PAPER_NAMES.get(x, ""), llm)
-            if key not in paper.index:
-                continue
-            p = paper.loc[key]
-            rows.append(
-                {
-                    "recommender": _rec_label(x),
-                    "setting": f"paper, {llm}",
-                    **{
-                        h: estimate_cell(p[c], digits=1)
-                        for c, h in (("win", "Win %"), ("tie", "Tie %"), ("lose", "Lose %"))
-                    },
-                    f"Q [{_CI}]": estimate_cell(p["q"], digits=2),
-                    "rank": _rank(p["rank"]),
-                }
-            )
+        rows += [row for _, row in _paper_rows(paper, x, "{}")]
     title = (
         f"Table 2 beside the paper ({paper_dataset(run)}, 1,000 users per comparison, one order: the tested model "
         f"as A, {run.config.baseline} as B). The paper prints no intervals; ours are in the table above."
@@ -600,24 +607,9 @@ def table4(run: ArenaRun, source: str = "adjudicated") -> Styler:
     for i, x in enumerate(ours["x"]):
         ours_row = {"recommender": _rec_label(x), "setting": f"this run, {ORDER_LABELS[source]}"}
         rows.append({**ours_row, f"URD@{k}": estimate_cell(urd.get(x), digits=3), **cells.iloc[i].to_dict()})
-        for llm in _PAPER_LLMS:
-            key = (PAPER_NAMES.get(x, ""), llm)
-            if key not in paper.index:
-                continue
-            p = paper.loc[key]
-            rows.append(
-                {
-                    "recommender": _rec_label(x),
-                    "setting": f"paper, {llm}",
-                    f"URD@{k}": estimate_cell(p["urd"], digits=3),
-                    **{
-                        f"{h} [{_CI}]": estimate_cell(p[c], digits=1)
-                        for c, h in (("win", "Win %"), ("tie", "Tie %"), ("lose", "Lose %"))
-                    },
-                    f"Q [{_CI}]": estimate_cell(p["q"], digits=2),
-                    "rank": _rank(p["rank"]),
-                }
-            )
+        for p, row in _paper_rows(paper, x, f"{{}} [{_CI}]"):
+            rows.append({"recommender": row.pop("recommender"), "setting": row.pop("setting"),
+                         f"URD@{k}": estimate_cell(p["urd"], digits=3), **row})  # fmt: skip
     title = (
         f"Table 4: the Inspiration verdicts against {run.config.baseline} beside URD ({_tag(run)}). The paper's rows "
         "carry no intervals, and its URD (about 0.2 for every model; its dataset is not stated) is its own data's."

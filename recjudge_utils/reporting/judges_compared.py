@@ -283,6 +283,14 @@ def runs_sentence(runs: list[Run]) -> Callout:
     return Callout(f"{len(runs)} run{'s' if len(runs) != 1 else ''}: " + ", ".join(r.label for r in runs))
 
 
+def _indexed_cell(frame: pd.DataFrame, key: Any, digits: int) -> str:
+    """``estimate_cell`` of the row ``key`` of a results frame indexed by metric, category or evaluator ("n/a" when
+    the run has no such row)."""
+    if key not in frame.index:
+        return "n/a"
+    return estimate_cell(frame.loc[key, "value"], frame.loc[key, "low"], frame.loc[key, "high"], digits=digits)
+
+
 def judges_table(runs: list[Run], current: Path | None = None) -> pd.DataFrame:
     """The runs compared: run, judge, judge profile, scale and parameters (from the manifest the runner writes before
     its first notebook) and the run's state in words (:func:`state_in_words`); a column of the notebooks left out
@@ -482,11 +490,7 @@ def reevaluation_table(runs: list[Run]) -> pd.DataFrame:
         for metric, header in (
             ("p_acc", f"P_acc@k, % {CI}"), ("p_ser", f"P_ser@k, % {CI}"), ("avg", f"Avg.Score@k {CI}")
         ):  # fmt: skip
-            row[header] = (
-                estimate_cell(m.loc[metric, "value"], m.loc[metric, "low"], m.loc[metric, "high"], digits=2)
-                if metric in m.index
-                else "n/a"
-            )
+            row[header] = _indexed_cell(m, metric, digits=2)
         out.append(row)
     return pd.DataFrame(out).sort_values(["recommender", "judge"], kind="stable").reset_index(drop=True)
 
@@ -585,11 +589,7 @@ def saer_labels_table(runs: list[Run]) -> pd.DataFrame:
         cats = grp.set_index("category")
         row = {"lists from": algorithm, "judge": judge, "kind": _kind(grp["kind"].iloc[0])}
         for cat in categories:
-            row[f"{cat}, % {CI}"] = (
-                estimate_cell(cats.loc[cat, "value"], cats.loc[cat, "low"], cats.loc[cat, "high"], digits=1)
-                if cat in cats.index
-                else "n/a"
-            )
+            row[f"{cat}, % {CI}"] = _indexed_cell(cats, cat, digits=1)
         out.append(row)
     for algorithm, grp in paper_table("saer_table1").groupby("algorithm", sort=False):
         cats = grp.set_index("category")["saer_pct"]
@@ -618,11 +618,7 @@ def saer_detection_table(runs: list[Run]) -> pd.DataFrame:
         )
         adv = grp[grp["metric"] == "adversarial_correct_pct"].set_index("evaluator")
         for version in versions:
-            row[f"detected, {version}, %"] = (
-                estimate_cell(adv.loc[version, "value"], adv.loc[version, "low"], adv.loc[version, "high"], digits=1)
-                if version in adv.index
-                else "n/a"
-            )
+            row[f"detected, {version}, %"] = _indexed_cell(adv, version, digits=1)
         out.append(row)
     metrics = paper_table("saer_metrics").set_index("metric")["value"]
     paper: dict[str, Any] = {

@@ -160,20 +160,19 @@ def noise_table(noise: pd.DataFrame) -> Styler:
     return captioned(pd.DataFrame(rows), f"Serendipity scores against a known score noise ({SIM})")
 
 
+def _measured(ax: Axes, x: Any, y: Any, low: Any, high: Any, k: int, label: str, line: str = "") -> None:
+    """Series ``k`` of a figure's measured estimates with their CIs: its marker (plus ``line``, e.g. "-") and its
+    colour-blind-safe colour, as every figure of this chapter draws them."""
+    ax.errorbar(
+        x, y, yerr=error_bars(y, low, high), fmt=MARKERS[k] + line, color=palette(k + 1)[k], capsize=3, label=label
+    )
+
+
 def noise_figure(noise: pd.DataFrame) -> Figure:
     """MAE with CI against the MAE the error model implies (left), accuracy and kappa with CIs (right), by noise."""
-    colours = palette(2)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     ax = axes[0]
-    ax.errorbar(
-        noise["noise"],
-        noise["mae"],
-        yerr=error_bars(noise["mae"], noise["mae_lo"], noise["mae_hi"]),
-        fmt=MARKERS[0],
-        color=colours[0],
-        capsize=3,
-        label="measured MAE (95 % CI)",
-    )
+    _measured(ax, noise["noise"], noise["mae"], noise["mae_lo"], noise["mae_hi"], 0, "measured MAE (95 % CI)")
     ax.plot(noise["noise"], noise["expected_mae"], **_TRUTH_STYLE, label="truth: the MAE the error model implies")
     ax.set(xlabel="score noise σ (five-level scale)", ylabel="MAE against g", title=f"MAE ({SIM})")
     ax.legend(fontsize=8)
@@ -184,15 +183,7 @@ def noise_figure(noise: pd.DataFrame) -> Figure:
             ("kappa_qw", "kappa_lo", "kappa_hi", "weighted kappa (bootstrap 95 % CI)"),
         )
     ):
-        ax.errorbar(
-            noise["noise"],
-            noise[col],
-            yerr=error_bars(noise[col], noise[lo], noise[hi]),
-            fmt=MARKERS[k] + "-",
-            color=colours[k],
-            capsize=3,
-            label=label,
-        )
+        _measured(ax, noise["noise"], noise[col], noise[lo], noise[hi], k, label, line="-")
     ax.axhline(1.0, **_TRUTH_STYLE, label="truth: a perfect judge (σ = 0)")
     ax.set(xlabel="score noise σ", ylabel="agreement with g", title=f"Accuracy and kappa ({SIM})", ylim=(0, 1.05))
     ax.legend(fontsize=8)
@@ -231,18 +222,11 @@ def coverage_table(coverage: pd.DataFrame) -> Styler:
 def coverage_figure(coverage: pd.DataFrame) -> Figure:
     """Share of 95 % CIs holding the truth, by sample size (log scale) and interval, against the nominal 95 %."""
     groups = list(dict.fromkeys(coverage["interval"]))
-    colours = palette(len(groups))
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     for k, name in enumerate(groups):
         grp = coverage[coverage["interval"] == name]
-        ax.errorbar(
-            grp["n"],
-            grp["coverage"],
-            yerr=error_bars(grp["coverage"], grp["coverage_lo"], grp["coverage_hi"]),
-            fmt=MARKERS[k] + ("-" if k == 0 else "-."),
-            color=colours[k],
-            capsize=3,
-            label=name,
+        _measured(
+            ax, grp["n"], grp["coverage"], grp["coverage_lo"], grp["coverage_hi"], k, name, line="-" if k == 0 else "-."
         )
     ax.axhline(0.95, **_TRUTH_STYLE, label="nominal 95 %")
     _log_ticks(ax, sorted(set(coverage["n"])))
@@ -288,14 +272,8 @@ def separation_figure(sep: Separation) -> Figure:
     t = sep.table
     colours = palette(2)
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.errorbar(
-        t["n"],
-        t["power"],
-        yerr=error_bars(t["power"], t["power_lo"], t["power_hi"]),
-        fmt=MARKERS[0],
-        color=colours[0],
-        capsize=3,
-        label="simulation (paired t-test, 5 %; Wilson 95 % CI)",
+    _measured(
+        ax, t["n"], t["power"], t["power_lo"], t["power_hi"], 0, "simulation (paired t-test, 5 %; Wilson 95 % CI)"
     )
     grid = np.geomspace(t["n"].min(), max(t["n"].max(), PAPER_PAIRS), 80)
     ax.plot(
@@ -420,21 +398,12 @@ def saer_tables(det: SaerDetection) -> tuple[Styler, Styler]:
 
 def saer_figure(det: SaerDetection) -> Figure:
     """Adversarial-pair outcomes vs context neglect (left), swap consistency vs position bias (right), with CIs."""
-    colours = palette(3)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     adv = det.adversarial
     ax = axes[0]
     for k, (outcome, label) in enumerate((("correct", "genuine list"), ("tie", "tie"), ("wrong", "decoy"))):
         grp = adv[adv["outcome"] == outcome]
-        ax.errorbar(
-            grp["context_neglect"],
-            grp["share"],
-            yerr=error_bars(grp["share"], grp["lo"], grp["hi"]),
-            fmt=MARKERS[k] + "-",
-            color=colours[k],
-            capsize=3,
-            label=label,
-        )
+        _measured(ax, grp["context_neglect"], grp["share"], grp["lo"], grp["hi"], k, label, line="-")
     exp = adv[adv["outcome"] == "expected correct"]
     ax.plot(exp["context_neglect"], exp["share"], **_TRUTH_STYLE, label="truth: genuine = 1 − c")
     ax.set(xlabel="context neglect c", ylabel="share of adversarial pairs (95 % CI)")
@@ -442,15 +411,7 @@ def saer_figure(det: SaerDetection) -> Figure:
     ax.legend(fontsize=8)
     ax = axes[1]
     c = det.consistency
-    ax.errorbar(
-        c["bias"],
-        c["consistency"],
-        yerr=error_bars(c["consistency"], c["lo"], c["hi"]),
-        fmt=MARKERS[0],
-        color=colours[0],
-        capsize=3,
-        label="measured (Wilson 95 % CI)",
-    )
+    _measured(ax, c["bias"], c["consistency"], c["lo"], c["hi"], 0, "measured (Wilson 95 % CI)")
     ax.plot(c["bias"], c["expected"], **_TRUTH_STYLE, label="truth: the error model's consistency")
     ax.set(xlabel="position bias b", ylabel="swap consistency", ylim=(0, 1.05))
     ax.set_title(f"Swap consistency ({SIM})")
@@ -553,7 +514,6 @@ def reevaluation_figure(run: DetectionRun) -> Figure:
     """Avg.Score@k and P_ser@k gaps (with CI) between the two recommenders per judge, against the true gap."""
     det, k = run.reevaluation, _k(run)
     a, b = det.gaps.attrs["recommenders"]
-    colours = palette(1)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for ax, metric, label in ((axes[0], "avg", f"Avg.Score@{k} gap"), (axes[1], "p_ser", f"P_ser@{k} gap")):
         g = det.gaps[det.gaps["metric"] == metric]
@@ -563,15 +523,7 @@ def reevaluation_figure(run: DetectionRun) -> Figure:
         ax.axhspan(truth["gap_lo"], truth["gap_hi"], color="0.85", label="truth's 95 % CI")
         ax.axhline(truth["gap"], **_TRUTH_STYLE, label="truth (scored by g)")
         ax.axhline(0, color="0.5", lw=0.8)
-        ax.errorbar(
-            x,
-            noisy["gap"],
-            yerr=error_bars(noisy["gap"], noisy["gap_lo"], noisy["gap_hi"]),
-            fmt=MARKERS[0],
-            color=colours[0],
-            capsize=3,
-            label="measured (95 % CI over users)",
-        )
+        _measured(ax, x, noisy["gap"], noisy["gap_lo"], noisy["gap_hi"], 0, "measured (95 % CI over users)")
         ax.set(xlabel="score noise σ", ylabel=f"{label} ({a} − {b})")
         ax.legend(fontsize=8)
     fig.suptitle(f"The gap between {a} and {b} as judge noise grows ({SIM})")
