@@ -47,8 +47,8 @@ def parse_levels(text: str | None, fields: Sequence[str]) -> dict[str, int]:
     return {key: _level(obj, key) for key in fields}
 
 
-def levels_parser(fields: Sequence[str]) -> Callable[[str], dict[str, int]]:
-    """A strict parser for the given fields."""
+def levels_parser(fields: Sequence[str] = ("score",)) -> Callable[[str], dict[str, int]]:
+    """A strict parser for the given fields (the final score alone by default)."""
     wanted = tuple(fields)
 
     def parse(text: str) -> dict[str, int]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import cast
-
-from recjudge_utils.answer_formats.json_levels import levels_parser
 from recjudge_utils.data import Dataset
-from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult
+from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, make_request
 from recjudge_utils.prompts import load_prompt
+from recjudge_utils.protocols.single import ask_one
 
 __all__ = ["fit_request", "one_judgment"]
 
@@ -20,21 +18,17 @@ def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeReq
     history = inter[inter["user"] == user].sort_values("timestamp").tail(n_history)
     titles = dataset.items.set_index("item").loc[history["item"], "title"].tolist()
     candidate = dataset.items.sample(1, random_state=seed).iloc[0]
-    return JudgeRequest(
-        messages=tpl.render(
-            history="; ".join(titles), candidate=f"{candidate['title']} ({', '.join(candidate['genres'])})"
-        ),
-        template_id=tpl.id,
-        template_version=tpl.key,
-        max_tokens=int(cast(int, tpl.get("max_tokens", 32))),
+    return make_request(
+        tpl,
+        tpl.render(history="; ".join(titles), candidate=f"{candidate['title']} ({', '.join(candidate['genres'])})"),
+        answer_options={"fields": ("score",)},
         json_schema={"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]},
         label_options=("1", "2", "3", "4", "5"),
         label_field="score",
-        answer_format=tpl.answer_format,
         metadata={"user": user, "item": int(candidate["item"])},
     )
 
 
 def one_judgment(judge: Judge, dataset: Dataset, seed: int = 0) -> JudgeResult[dict[str, int]]:
     """Ask the judge the introduction's question once; the result says parsed / unparsed / error and why."""
-    return judge.judge_many([fit_request(dataset, seed)], levels_parser(["score"]), "introduction/fit")[0]
+    return ask_one(judge, fit_request(dataset, seed))

@@ -29,35 +29,35 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from itertools import combinations
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.answer_formats.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
+from recjudge_utils.answer_formats.saer_fields import CATEGORIES
 from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
-from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
 from recjudge_utils.metrics.agreement import agreement, pairwise_order
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
-from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_outcome, adversarial_pairs
+from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_pairs
 from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for
 from recjudge_utils.protocols.pairwise import Game, games, judge_games
 from recjudge_utils.protocols.saer import (
     VERSION_NAMES,
     VERSIONS,
+    SaerAdversarial,
+    SaerPointwise,
     load_template,
     pairwise_request,
-    pointwise_request,
     set_position,
 )
-from recjudge_utils.protocols.truth import heldout_hits, list_label_truth
+from recjudge_utils.protocols.truth import heldout_hits
 from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.base import Recommender
 
@@ -281,11 +281,6 @@ _RESULT_COLUMNS = (
 )
 
 
-def _result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
-    row = res.to_row()
-    return {k: row[k] for k in _RESULT_COLUMNS}
-
-
 def _main_first(config: SaerConfig) -> list[str]:
     """Every prompt version, the main one first (it shares its template, so the cached prefix, with the pairwise
     batch)."""
@@ -296,38 +291,14 @@ def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.Da
     """One label per (prompt version, algorithm, customer): the main version, and every other one with
     ``config.pointwise_ablation``; the truth attached (when a future is held out) is the label the list's held-out
     hits imply."""
-    hits = panel.hits
-    rows = []
-    for version in _main_first(config) if config.pointwise_ablation else [config.main_version]:
-        tpl = load_template(panel.domain, "pointwise", version)
-        cases = [(u, alg) for alg in ALGORITHMS for u in panel.users]
-        reqs = [
-            pointwise_request(
-                tpl,
-                panel.contexts[u],
-                panel.lists[alg][u],
-                panel.catalogue,
-                {"user": u, "algorithm": alg, "prompt_version": version, "task": "pointwise"},
-                None if hits is None else list_label_truth(hits[alg][u]),
-            )
-            for u, alg in cases
-        ]
-        results = judge.judge_many(reqs, parse=partial(parse_pointwise, n_items=config.top_k), desc=tpl.id)
-        for (u, alg), res in zip(cases, results, strict=True):
-            value = res.value if res.status == "parsed" else None  # a parsed result always carries the verdict
-            rows.append(
-                {
-                    "user": u,
-                    "algorithm": alg,
-                    "prompt_version": version,
-                    "category": value.category if value is not None else None,
-                    "flagged": list(value.flagged) if value is not None else None,
-                    "n_flagged": len(value.flagged) if value is not None else np.nan,
-                    "reasoning": value.reasoning if value is not None else None,
-                    **_result_fields(res),
-                }
-            )
-    return pd.DataFrame(rows)
+    versions = _main_first(config) if config.pointwise_ablation else [config.main_version]
+    parts = [
+        SaerPointwise(panel.domain, version, system="algorithm").play(
+            judge, panel.contexts, panel.catalogue, {a: panel.lists[a] for a in ALGORITHMS}, panel.users, panel.hits
+        )
+        for version in versions
+    ]
+    return pd.concat(parts, ignore_index=True)
 
 
 def judge_pairwise(
@@ -371,7 +342,6 @@ def judge_pairwise(
         judge,
         games_,
         build,
-        parse_pairwise,
         read=lambda v: {"verdict": v.verdict},
         position_of=set_position,
         keys=["verdict"],
@@ -419,34 +389,11 @@ def judge_adversarial(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.
     another customer, in a random position, under every prompt version; the truth is the genuine list."""
     n_adv = config.n_adversarial or len(panel.users)
     pairs = adversarial_pairs(panel.users[:n_adv] if n_adv >= 2 else panel.users, ALGORITHMS, seed=config.seed)
-    rows = []
-    for version in _main_first(config):
-        tpl = load_template(panel.domain, "pairwise", version)
-        reqs = []
-        for p in pairs.itertuples(index=False):
-            genuine = panel.lists[p.algorithm][p.user]
-            decoy = panel.lists[p.algorithm][p.decoy_user]
-            s1, s2 = (genuine, decoy) if p.genuine_position == 1 else (decoy, genuine)
-            meta = {"user": p.user, "decoy_user": p.decoy_user, "prompt_version": version, "task": "adversarial"}
-            truth = PreferenceTruth(first=float(p.genuine_position == 1), second=float(p.genuine_position == 2))
-            reqs.append(pairwise_request(tpl, panel.contexts[p.user], s1, s2, panel.catalogue, meta, truth))
-        results = judge.judge_many(reqs, parse_pairwise, f"{tpl.id} (adversarial)")
-        for p, res in zip(pairs.itertuples(index=False), results, strict=True):
-            value = res.value if res.status == "parsed" else None  # a parsed result always carries the verdict
-            verdict = value.verdict if value is not None else None
-            rows.append(
-                {
-                    "user": p.user,
-                    "algorithm": p.algorithm,
-                    "decoy_user": p.decoy_user,
-                    "genuine_position": p.genuine_position,
-                    "prompt_version": version,
-                    "verdict": verdict,
-                    "outcome": adversarial_outcome(verdict, p.genuine_position),
-                    **_result_fields(res),
-                }
-            )
-    return pd.DataFrame(rows)
+    parts = [
+        SaerAdversarial(panel.domain, version).play(judge, pairs, panel.contexts, panel.catalogue, panel.lists)
+        for version in _main_first(config)
+    ]
+    return pd.concat(parts, ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------------- shares and CIs

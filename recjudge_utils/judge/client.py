@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar, overload
 import pandas as pd
 from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
+from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.parsing import ParseError, parse_json_object
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Job, Plan
 from recjudge_utils.judge.cache import JudgeCache
@@ -44,6 +45,17 @@ from recjudge_utils.paths import current_run_dir, runs_dir
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "ParseError"]
 
 T = TypeVar("T")
+
+
+def _format_parser(fmt: str | None, options: tuple[tuple[str, object], ...]) -> Callable[[str], Any]:
+    if fmt is None:
+        return parse_json_object
+    return answer_format(fmt).parser(**dict(options))
+
+
+def request_parser(request: JudgeRequest) -> Callable[[str], Any]:
+    """The strict parser of the answer format ``request`` declares (plain JSON when it declares none)."""
+    return _format_parser(request.answer_format, request.answer_options)
 
 
 def _sent_budget(plan: Plan) -> int | None:
@@ -185,7 +197,8 @@ class JudgeClient:
     def judge(self, request: JudgeRequest, parse: Callable[[str], T]) -> JudgeResult[T]: ...
 
     def judge(self, request: JudgeRequest, parse: Callable[[str], Any] | None = None) -> JudgeResult[Any]:
-        """One judgment. Raises :class:`JudgeError` when the call fails after the last retry."""
+        """One judgment, parsed as :meth:`judge_many` parses. Raises :class:`JudgeError` when the call fails after the
+        last retry."""
         return self.judge_many([request], parse=parse, progress=False, on_error="raise")[0]
 
     def judge_many(
@@ -199,14 +212,25 @@ class JudgeClient:
     ) -> list[JudgeResult[Any]]:
         """Judge many requests (same order). Cached answers cost nothing; identical requests are asked once.
 
-        Failed calls become ``JudgeResult(status="error")`` with the reason (never cached), or raise
-        :class:`JudgeError` with ``on_error="raise"``.
+        Each answer is parsed by its request's answer format (:func:`request_parser`); ``parse`` overrides that for
+        every request (a test's or a notebook reader's own parser). Failed calls become
+        ``JudgeResult(status="error")`` with the reason (never cached), or raise :class:`JudgeError` with
+        ``on_error="raise"``.
         """
-        parser: Callable[[str], Any] = parse or parse_json_object
         requests = list(requests)
         n = len(requests)
         if n == 0:
             return []
+        parsers: dict[tuple[str | None, tuple[tuple[str, object], ...]], Callable[[str], Any]] = {}
+
+        def parser_of(request: JudgeRequest) -> Callable[[str], Any]:
+            if parse is not None:
+                return parse
+            key = (request.answer_format, request.answer_options)
+            if key not in parsers:  # one parser per format and options, not one per request
+                parsers[key] = _format_parser(*key)
+            return parsers[key]
+
         results: list[JudgeResult[Any] | None] = [None] * n
         show = self.progress if progress is None else progress
         bar = tqdm(total=n, desc=desc or requests[0].template_id, disable=not show, leave=True, dynamic_ncols=True)
@@ -218,7 +242,9 @@ class JudgeClient:
             jobs: list[Job] = []
             for i, plan in enumerate(plans):
                 if plan.key in cached:
-                    results[i] = self._finish(requests[i], plan, Completion.from_dict(cached[plan.key]), parser, True)
+                    results[i] = self._finish(
+                        requests[i], plan, Completion.from_dict(cached[plan.key]), parser_of(requests[i]), True
+                    )
                     bar.update(1)
                 elif plan.key in first_index:
                     duplicates.setdefault(plan.key, []).append(i)
@@ -247,7 +273,7 @@ class JudgeClient:
                         requests[i],
                         outcome.plan,
                         outcome.completion,
-                        parser,
+                        parser_of(requests[i]),
                         outcome.from_cache,
                         latency=outcome.latency_s,
                         attempts=outcome.attempts,
@@ -261,7 +287,9 @@ class JudgeClient:
                         results[j] = duplicate
                         self._write(requests[j], outcome.plan, duplicate)
                     else:
-                        results[j] = self._finish(requests[j], outcome.plan, outcome.completion, parser, True)
+                        results[j] = self._finish(
+                            requests[j], outcome.plan, outcome.completion, parser_of(requests[j]), True
+                        )
                     bar.update(1)
 
             if jobs and self.offline and not self.backend.computes_answers:
@@ -277,7 +305,7 @@ class JudgeClient:
         if len(out) != n:
             raise JudgeError(f"internal error: {n - len(out)} of {n} requests were never answered")
         if self.repair:
-            out = self._repair(out, parser, desc)
+            out = self._repair(out, parse, desc)
         return out
 
     def _lookup(self, key: str) -> Completion | None:
@@ -420,7 +448,7 @@ class JudgeClient:
 
     # ------------------------------------------------------------------ repair
     def _repair(
-        self, results: list[JudgeResult[Any]], parse: Callable[[str], Any], desc: str | None
+        self, results: list[JudgeResult[Any]], parse: Callable[[str], Any] | None, desc: str | None
     ) -> list[JudgeResult[Any]]:
         idx = [i for i, r in enumerate(results) if r.status == "unparsed" and r.raw_text]
         if not idx:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, Protocol, TypeVar
 
 from recjudge_utils.answer_formats.truth import Truth
-from recjudge_utils.prompts.loader import Message
+from recjudge_utils.prompts.loader import Message, PromptTemplate
 
 __all__ = [
     "Completion",
@@ -27,6 +27,7 @@ __all__ = [
     "MetadataValue",
     "Parser",
     "Status",
+    "make_request",
 ]
 
 Status = Literal["parsed", "unparsed", "error"]
@@ -61,6 +62,8 @@ class JudgeRequest:
     label_options: tuple[str, ...] | None = None
     label_field: str | None = None
     answer_format: str | None = None
+    #: the keyword options the answer format's parser is built with (``fields``, ``aspect_keys``, ``n_items``)
+    answer_options: tuple[tuple[str, object], ...] = ()
     truth: Truth | None = field(default=None, compare=False)
     metadata: Mapping[str, MetadataValue] | None = field(default=None, compare=False)
 
@@ -190,6 +193,44 @@ class JudgeResult(Generic[T]):
         return row
 
 
+def make_request(
+    prompt: PromptTemplate,
+    messages: Sequence[Message],
+    *,
+    answer_options: Mapping[str, object] | None = None,
+    metadata: Mapping[str, MetadataValue] | None = None,
+    truth: Truth | None = None,
+    json_schema: Mapping[str, object] | None = None,
+    label_options: Sequence[str] | None = None,
+    label_field: str | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = 0,
+) -> JudgeRequest:
+    """The one way a request is made: from its prompt file, which gives the template's id and version (with its
+    content hash), the answer budget (front matter ``max_tokens``, unless ``max_tokens`` overrides it) and the answer
+    format the client parses the answer with (built with ``answer_options``)."""
+    budget = max_tokens if max_tokens is not None else prompt.get("max_tokens")
+    if not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"{prompt.id}: the prompt file gives no positive max_tokens and none was passed")
+    return JudgeRequest(
+        messages=tuple(messages),
+        template_id=prompt.id,
+        template_version=prompt.key,
+        max_tokens=budget,
+        seed=seed,
+        json_schema=json_schema,
+        label_options=None if label_options is None else tuple(label_options),
+        label_field=label_field,
+        answer_format=prompt.answer_format,
+        # lists become tuples: the client keys its parsers on the options
+        answer_options=tuple(
+            sorted((k, tuple(v) if isinstance(v, list | tuple) else v) for k, v in (answer_options or {}).items())
+        ),
+        truth=truth,
+        metadata=metadata,
+    )
+
+
 class Judge(Protocol):
     """What every protocol and experiment needs from a judge: a name for titles and a batch call."""
 
@@ -199,7 +240,8 @@ class Judge(Protocol):
         ...
 
     def judge_many(
-        self, requests: Sequence[JudgeRequest], parse: Callable[[str], T], desc: str | None = None
+        self, requests: Sequence[JudgeRequest], parse: Callable[[str], T] | None = None, desc: str | None = None
     ) -> list[JudgeResult[T]]:
-        """One result per request, in order; unparsed and failed answers are results too."""
+        """One result per request, in order, each parsed by its request's answer format; unparsed and failed answers
+        are results too."""
         ...

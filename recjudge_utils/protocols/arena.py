@@ -19,7 +19,6 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.arena_verdicts import (
     ABSOLUTE_SCHEMA,
     OVERALL,
@@ -29,7 +28,7 @@ from recjudge_utils.answer_formats.arena_verdicts import (
     pairwise_json_schema,
 )
 from recjudge_utils.answer_formats.truth import ListScoreTruth, PreferenceTruth
-from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue, make_request
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.pairwise import Game, judge_games
@@ -126,7 +125,6 @@ class PairwiseJudge:
         self.k = k
         self.template = load_prompt(template)
         self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 512)))
-        self.parse = answer_format(self.template.answer_format).parser(self.aspect_keys)
 
     def messages(self, user: int, list_a: Sequence[int], list_b: Sequence[int]) -> tuple[Message, ...]:
         """The messages showing ``list_a`` as A (first) and ``list_b`` as B to ``user``."""
@@ -141,14 +139,12 @@ class PairwiseJudge:
         truth: PreferenceTruth | None = None,
     ) -> JudgeRequest:
         """The request comparing ``list_a`` (shown as A) with ``list_b`` for ``user``."""
-        return JudgeRequest(
-            messages=self.messages(user, list_a, list_b),
-            template_id=self.template.id,
-            template_version=self.template.key,
+        return make_request(
+            self.template,
+            self.messages(user, list_a, list_b),
+            answer_options={"aspect_keys": self.aspect_keys},
             max_tokens=self.max_tokens,
-            seed=0,
             json_schema=pairwise_json_schema(self.aspects),
-            answer_format=self.template.answer_format,
             truth=truth,
             metadata=metadata,
         )
@@ -191,7 +187,6 @@ class PairwiseJudge:
             self.client,
             games_,
             build,
-            self.parse,
             read=lambda value: value["verdicts"],
             position_of=POSITION_OF_VERDICT.__getitem__,
             keys=[*self.aspect_keys, OVERALL],
@@ -223,7 +218,6 @@ class AbsoluteJudge:
         self.k = k
         self.template = load_prompt("arena/absolute")
         self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 128)))
-        self.parse = answer_format(self.template.answer_format).parser()
 
     def request(
         self,
@@ -233,14 +227,11 @@ class AbsoluteJudge:
         truth: ListScoreTruth | None = None,
     ) -> JudgeRequest:
         """The request scoring ``items`` for ``user`` in [0, 1]."""
-        return JudgeRequest(
-            messages=render_messages(self.template, self.context, user, items, None, self.aspects, self.k),
-            template_id=self.template.id,
-            template_version=self.template.key,
+        return make_request(
+            self.template,
+            render_messages(self.template, self.context, user, items, None, self.aspects, self.k),
             max_tokens=self.max_tokens,
-            seed=0,
             json_schema=ABSOLUTE_SCHEMA,
-            answer_format=self.template.answer_format,
             truth=truth,
             metadata=metadata,
         )
@@ -263,7 +254,7 @@ class AbsoluteJudge:
             )
             for u, m in plan
         ]
-        results = self.client.judge_many(requests, self.parse, self.template.id) if requests else []
+        results = self.client.judge_many(requests, desc=self.template.id) if requests else []
         rows = []
         for (u, m), res in zip(plan, results, strict=True):
             ok = res.status == "parsed" and res.value is not None

@@ -71,7 +71,6 @@ def judge_games(
     judge: Judge,
     games_: Sequence[Game],
     build: Build,
-    parse: Callable[[str], Any],
     read: Callable[[Any], Mapping[str, str]],
     position_of: Callable[[str], Position],
     keys: Sequence[str],
@@ -97,7 +96,7 @@ def judge_games(
         first, second = (game.x, game.y) if x_first else (game.y, game.x)
         meta: dict[str, MetadataValue] = {**game.case, "x": game.x, "y": game.y, "order": order}
         requests.append(build(game, first, second, game.truth(x_first), meta))
-    results = judge.judge_many(requests, parse, desc) if requests else []
+    results = judge.judge_many(requests, desc=desc) if requests else []
     rows = []
     for (game, order), res in zip(plan, results, strict=True):
         x_first = order == "x_first"

@@ -39,7 +39,7 @@ import pandas as pd
 from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, levels_schema
 from recjudge_utils.answer_formats.truth import ScoreTruth
-from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue, make_request
 from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.serendipity import as_item_list, history_lines, item_texts, lookup
@@ -205,16 +205,14 @@ class SerendipityJudge:
         truth: ScoreTruth | None,
     ) -> JudgeRequest:
         is_label = stage.label_field == "score"
-        return JudgeRequest(
-            messages=messages,
-            template_id=stage.template_id,
-            template_version=stage.version,
-            max_tokens=stage.max_tokens,
+        return make_request(
+            stage.prompt,
+            messages,
+            answer_options={"fields": stage.fields},
             seed=self.seed,
             json_schema=levels_schema(stage.fields) if self.use_json_schema else None,
             label_options=SCORE_LABELS if is_label else None,
             label_field=stage.label_field if is_label else None,
-            answer_format=stage.prompt.answer_format,
             truth=truth,
             metadata=metadata,
         )
@@ -283,7 +281,7 @@ class SerendipityJudge:
                 )
                 for k in alive
             ]
-            results = self.client.judge_many(reqs, st.parser(), desc or st.template_id)
+            results = self.client.judge_many(reqs, desc=desc or st.template_id)
             if len(results) != len(reqs):
                 raise RuntimeError(f"client returned {len(results)} results for {len(reqs)} requests")
             still: list[int] = []

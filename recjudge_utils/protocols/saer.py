@@ -10,22 +10,31 @@ Each file holds its own fixed few-shot turns; the customer context and the list(
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from recjudge_utils.answer_formats.saer_fields import POSITION_OF_SET
 from recjudge_utils.answer_formats.truth import LabelTruth, PreferenceTruth, Truth
-from recjudge_utils.judge.types import JudgeRequest, MetadataValue
+from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
+from recjudge_utils.protocols.adversarial import adversarial_outcome
 from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, CustomerContext, render_list
+from recjudge_utils.protocols.truth import list_label_truth
 
 __all__ = [
     "VERSIONS",
     "VERSION_NAMES",
+    "SaerAdversarial",
+    "SaerPointwise",
     "few_shot_answers",
     "history_only",
     "load_template",
     "pairwise_request",
     "pointwise_request",
+    "result_fields",
     "set_position",
 ]
 
@@ -58,17 +67,13 @@ def few_shot_answers(tpl: PromptTemplate) -> list[str]:
 
 
 def _request(
-    tpl: PromptTemplate, msgs: tuple[Message, ...], metadata: Mapping[str, MetadataValue], truth: Truth | None
+    tpl: PromptTemplate,
+    msgs: tuple[Message, ...],
+    metadata: Mapping[str, MetadataValue],
+    truth: Truth | None,
+    answer_options: Mapping[str, object] | None = None,
 ) -> JudgeRequest:
-    return JudgeRequest(
-        messages=msgs,
-        template_id=tpl.id,
-        template_version=tpl.key,
-        max_tokens=int(cast(int, tpl.get("max_tokens", 160))),
-        answer_format=tpl.answer_format,
-        truth=truth,
-        metadata=metadata,
-    )
+    return make_request(tpl, msgs, answer_options=answer_options, metadata=metadata, truth=truth)
 
 
 def pointwise_request(
@@ -85,7 +90,7 @@ def pointwise_request(
         list=render_list(items, catalogue),
         n_items=str(len(items)),
     )
-    return _request(tpl, msgs, metadata, truth)
+    return _request(tpl, msgs, metadata, truth, {"n_items": len(items)})
 
 
 def pairwise_request(
@@ -109,3 +114,125 @@ def pairwise_request(
 def set_position(verdict: str) -> str:
     """``Set 1`` / ``Set 2`` / ``Tie`` -> the position it names (first / second / tie)."""
     return POSITION_OF_SET[verdict]
+
+
+_RESULT_COLUMNS = ("status", "reason", "raw_text", "latency_s", "cache_hit", "prompt_tokens", "completion_tokens")
+
+
+def result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
+    """The judgment's status, reason, raw answer and accounting, as every SAER outcome row carries them."""
+    row = res.to_row()
+    return {k: row[k] for k in (*_RESULT_COLUMNS, "cost_usd")}
+
+
+@dataclass(frozen=True)
+class SaerPointwise:
+    """SAER's pointwise protocol: one Good / Partial / Poor Match label per (customer, system) list.
+
+    ``system`` names the outcome column and the metadata key of the system (``algorithm`` in chapter 4,
+    ``system`` in chapter 7). ``hits[system][user]`` (optional), a list's held-out positives, becomes the truth a
+    simulated judge answers from (:func:`~recjudge_utils.protocols.truth.list_label_truth`).
+    """
+
+    domain: str
+    version: str = "v3"
+    system: str = "system"
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The pointwise prompt file of this domain and version."""
+        return load_template(self.domain, "pointwise", self.version)
+
+    def play(
+        self,
+        judge: Judge,
+        contexts: Mapping[int, CustomerContext],
+        catalogue: Catalogue,
+        lists: Mapping[str, Mapping[int, Sequence[int]]],
+        users: Sequence[int],
+        hits: Mapping[str, Mapping[int, int]] | None = None,
+        task: str = "pointwise",
+    ) -> pd.DataFrame:
+        """Label every system's list for every user; one row per (system, user), systems in the order given.
+
+        Columns: user, ``<system>``, prompt_version, category (None unless parsed), flagged, n_flagged, reasoning,
+        then the judgment's status, reason, raw answer and accounting.
+        """
+        tpl = self.template
+        cases = [(int(u), str(s)) for s in lists for u in users]
+        reqs = [
+            pointwise_request(
+                tpl,
+                contexts[u],
+                lists[s][u],
+                catalogue,
+                {"user": u, self.system: s, "prompt_version": self.version, "task": task},
+                None if hits is None else list_label_truth(hits[s][u]),
+            )
+            for u, s in cases
+        ]
+        results = judge.judge_many(reqs, desc=tpl.id) if reqs else []
+        rows = []
+        for (u, s), res in zip(cases, results, strict=True):
+            value = res.value if res.status == "parsed" else None  # a parsed result always carries the verdict
+            rows.append(
+                {
+                    "user": u,
+                    self.system: s,
+                    "prompt_version": self.version,
+                    "category": value.category if value is not None else None,
+                    "flagged": list(value.flagged) if value is not None else None,
+                    "n_flagged": len(value.flagged) if value is not None else np.nan,
+                    "reasoning": value.reasoning if value is not None else None,
+                    **result_fields(res),
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class SaerAdversarial:
+    """SAER's adversarial test (Section 4.3): each customer's genuine list against the same algorithm's list for
+    another customer (:func:`~recjudge_utils.protocols.adversarial.adversarial_pairs`), in the drawn position; the
+    truth is the genuine list."""
+
+    domain: str
+    version: str = "v3"
+
+    def play(
+        self,
+        judge: Judge,
+        pairs: pd.DataFrame,
+        contexts: Mapping[int, CustomerContext],
+        catalogue: Catalogue,
+        lists: Mapping[str, Mapping[int, Sequence[int]]],
+    ) -> pd.DataFrame:
+        """One row per pair: user, algorithm, decoy_user, genuine_position, prompt_version, verdict, outcome
+        (correct / wrong / tie; None when unparsed), then the judgment's status, reason, raw answer and accounting."""
+        tpl = load_template(self.domain, "pairwise", self.version)
+        reqs = []
+        for p in pairs.itertuples(index=False):
+            genuine = lists[p.algorithm][p.user]
+            decoy = lists[p.algorithm][p.decoy_user]
+            s1, s2 = (genuine, decoy) if p.genuine_position == 1 else (decoy, genuine)
+            meta = {"user": p.user, "decoy_user": p.decoy_user, "prompt_version": self.version, "task": "adversarial"}
+            truth = PreferenceTruth(first=float(p.genuine_position == 1), second=float(p.genuine_position == 2))
+            reqs.append(pairwise_request(tpl, contexts[p.user], s1, s2, catalogue, meta, truth))
+        results = judge.judge_many(reqs, desc=f"{tpl.id} (adversarial)") if reqs else []
+        rows = []
+        for p, res in zip(pairs.itertuples(index=False), results, strict=True):
+            value = res.value if res.status == "parsed" else None
+            verdict = value.verdict if value is not None else None
+            rows.append(
+                {
+                    "user": p.user,
+                    "algorithm": p.algorithm,
+                    "decoy_user": p.decoy_user,
+                    "genuine_position": p.genuine_position,
+                    "prompt_version": self.version,
+                    "verdict": verdict,
+                    "outcome": adversarial_outcome(verdict, p.genuine_position),
+                    **result_fields(res),
+                }
+            )
+        return pd.DataFrame(rows)
