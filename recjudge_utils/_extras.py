@@ -22,6 +22,7 @@ BASE_PARTS = (
     "recjudge_utils.answer_formats",
     "recjudge_utils.data",
     "recjudge_utils.judge",
+    "recjudge_utils.lists",
     "recjudge_utils.metrics",
     "recjudge_utils.prompts",
     "recjudge_utils.protocols",

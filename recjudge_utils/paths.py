@@ -61,6 +61,8 @@ MANIFEST_FILE = "manifest.json"
 #: the book's hand-over from notebook 01 to notebook 02 inside a run folder: the serendipity template selected
 SELECTED_TEMPLATE_FILE = "01_serendipity_prompt_selection/selected_template.json"
 ADHOC_PREFIX = "adhoc"
+#: the book's hand-over from notebook 02 to notebook 07 inside a run folder: each fold's trained lists as TREC runs
+BOOK_LISTS_DIR = "lists"
 #: run names that are not runs: the trained recommenders shared by every run
 RESERVED_RUN_NAMES = ("artifacts",)
 
@@ -204,6 +206,12 @@ def current_run_dir() -> Path:
     """The folder of the run being executed: ``RECJUDGE_RUN_DIR`` (set by the book runner), else this process's own
     run (:func:`ensure_run_dir`: ``runs/adhoc-<UTC time>/``), never the book's ``runs/default/``."""
     return ensure_run_dir()
+
+
+def book_lists_dir(fold: int, run_dir: Path | None = None) -> Path:
+    """Where chapter 2 writes fold ``fold``'s top-k lists as TREC runs, one file per recommender, and chapter 7 reads
+    them back through the same reader as a researcher's own files."""
+    return (run_dir or current_run_dir()) / BOOK_LISTS_DIR / f"fold{int(fold)}"
 
 
 def artifacts_dir() -> Path:

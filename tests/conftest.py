@@ -1,4 +1,5 @@
-"""Shared test fixtures: run-folder isolation, the fake OpenAI server on the path, and one scripted judge.
+"""Shared test fixtures: run-folder isolation, the fake OpenAI server on the path, one scripted judge, and a data folder
+with a synthetic MovieLens-100K for the tests that read the dataset from the data folder.
 
 The scripted judge is a backend registered like any other (``backend="scripted"``): a test gives it a
 function from a request to the answer text (or an exception, or None for "no answer"), and gets a real
@@ -123,3 +124,42 @@ def scripted_judge(tmp_path: Path) -> Iterator[Callable[..., ScriptedJudge]]:
     yield make
     for client in made:
         client.close()
+
+
+#: what :func:`movielens_100k` writes: users who each rate ``per_user`` of ``items`` movies
+SYNTHETIC_ML100K = {"users": 60, "items": 80, "per_user": 40}
+
+
+@pytest.fixture
+def movielens_100k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data folder (``RECJUDGE_DATA_DIR`` points at it) whose ``ml-100k/`` holds a synthetic MovieLens-100K in
+    RecBole's atomic files, the format ``python -m recjudge_utils.data fetch ml-100k`` extracts.
+
+    :data:`SYNTHETIC_ML100K`: 60 users, each rating 40 of the 80 movies (user u the 40 from movie 7u on, cyclically,
+    so every movie is rated), ratings 1-5 and one to three genres per movie drawn from ``default_rng(0)``, one
+    rating a minute per user. Large enough for the Serendipity-2018 proxy to fill every level with 10-movie
+    histories; deterministic, so a test can pin what it yields."""
+    import numpy as np
+
+    from recjudge_utils.data.movielens import ML100K_GENRES
+
+    rng = np.random.default_rng(0)
+    n_users, n_items, per_user = SYNTHETIC_ML100K["users"], SYNTHETIC_ML100K["items"], SYNTHETIC_ML100K["per_user"]
+    genres = [g for g in ML100K_GENRES if g != "unknown"]
+    folder = tmp_path / "data" / "ml-100k"
+    folder.mkdir(parents=True)
+    inter = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
+    for u in range(1, n_users + 1):
+        for j in range(per_user):
+            item = (7 * u + j) % n_items + 1
+            inter.append(f"{u}\t{item}\t{int(rng.integers(1, 6))}\t{880_000_000 + 100_000 * u + 60 * j}")
+    item_rows = ["item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq"]
+    for i in range(1, n_items + 1):
+        chosen = rng.choice(genres, size=int(rng.integers(1, 4)), replace=False)
+        item_rows.append(f"{i}\tMovie {i}\t{1990 + i % 10}\t{' '.join(sorted(chosen))}")
+    user_rows = ["user_id:token\tage:token\tgender:token\toccupation:token\tzip_code:token"]
+    user_rows += [f"{u}\t{20 + u % 40}\t{'MF'[u % 2]}\tother\t{10000 + u:05d}" for u in range(1, n_users + 1)]
+    for name, rows in (("ml-100k.inter", inter), ("ml-100k.item", item_rows), ("ml-100k.user", user_rows)):
+        (folder / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setenv("RECJUDGE_DATA_DIR", str(folder.parent))
+    return folder.parent

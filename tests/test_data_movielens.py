@@ -1,20 +1,25 @@
-"""MovieLens loaders on fixtures in the published formats, plus malformed-file errors and load_dataset routing."""
+"""MovieLens loaders on fixtures in the published formats, plus malformed-file errors, load_dataset routing, and the
+loads from the data folder (a synthetic ML-100K there, the real one too where the data command has extracted it)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from conftest import SYNTHETIC_ML100K
 
 from recjudge_utils.data import (
     DataFormatError,
     DatasetNotAvailableError,
     dataset_statistics,
     load_dataset,
+    load_serendipity_pairs,
 )
 from recjudge_utils.data.movielens import ML100K_GENRES, load_ml1m, load_ml100k
+from recjudge_utils.data.standins import PROXY_LABEL, level_targets
 from recjudge_utils.paths import data_dir
 
 FIX = Path(__file__).parent / "fixtures" / "data"
@@ -181,13 +186,46 @@ def test_load_dataset_unknown_name(tmp_path: Path) -> None:
 REAL = data_dir() / "ml-100k"
 
 
+def test_load_dataset_reads_ml100k_from_the_data_folder(movielens_100k: Path) -> None:
+    ds = load_dataset("ml-100k", fetch=False, verbose=False)  # from RECJUDGE_DATA_DIR, as the chapters load it
+    st = dataset_statistics(ds)
+    users, items, per_user = (SYNTHETIC_ML100K[k] for k in ("users", "items", "per_user"))
+    assert (st.loc[0, "users"], st.loc[0, "items"], st.loc[0, "interactions"]) == (users, items, users * per_user)
+    assert st.loc[0, "density"] == pytest.approx(per_user / items)
+    assert ds.users is not None and len(ds.users) == users
+    assert set(ds.interactions["rating"].unique()) == {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert ds.items["genres"].map(len).between(1, 3).all() and set(ds.items["genres"].explode()) <= set(ML100K_GENRES)
+    assert "recbole" in ds.source
+
+
 @pytest.mark.skipif(not (REAL / "ml-100k.inter").is_file(), reason="real ML-100K not extracted (run the data command)")
 def test_real_ml100k_if_present() -> None:
+    """The real file's published counts, where the data command has extracted it (the run above covers the path)."""
     ds = load_dataset("ml-100k", fetch=False, verbose=False)
     st = dataset_statistics(ds)
     assert (st.loc[0, "users"], st.loc[0, "items"], st.loc[0, "interactions"]) == (943, 1682, 100_000)
     assert ds.users is not None and len(ds.users) == 943
     assert set(ds.interactions["rating"].unique()) == {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_the_serendipity_proxy_from_the_data_folder_fills_every_level(movielens_100k: Path) -> None:
+    """The stand-in for Serendipity-2018 built from the ML-100K in the data folder: the requested g mix exactly, the
+    per-user cap, 10-movie histories before the judged rating, g = min(relevance, unexpectedness)."""
+    assert not (movielens_100k / "serendipity-2018").exists()  # so the stand-in is what loads
+    pairs = load_serendipity_pairs(n_pairs=200, min_per_level=10, max_per_user=5, verbose=False)
+    assert not pairs.is_real and pairs.label == PROXY_LABEL
+    frame = pairs.pairs
+    assert len(frame) == 200
+    assert pairs.g_distribution().to_dict() == level_targets(200, 10) == {1: 30, 2: 86, 3: 55, 4: 19, 5: 10}
+    assert frame.groupby("user").size().max() <= 5
+    assert all(len(h) == 10 for h in frame["history"])
+    assert (frame["g"] == np.minimum(frame["relevance"], frame["unexpectedness"])).all()
+    ratings = load_dataset("ml-100k", fetch=False, verbose=False).interactions.set_index(["user", "item"])
+    for row in frame.head(20).itertuples():
+        judged = ratings.loc[(row.user, row.item)]
+        assert row.rating == judged["rating"]
+        earlier = ratings.loc[row.user]
+        assert set(row.history) <= set(earlier.index[earlier["timestamp"] < judged["timestamp"]])
 
 
 @pytest.mark.parametrize("folder", ["ml-100k", "ml-100k-recbole", "ml-1m"])

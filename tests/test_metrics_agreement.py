@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats import inter_rater
 
 from recjudge_utils.metrics.agreement import (
     POINTWISE_LABELS,
     agreement,
     compare_with_humans,
+    fleiss_kappa,
     load_human_labels,
     pairwise_order,
     raw_agreement,
@@ -80,7 +84,45 @@ def test_missing_labels_are_dropped_not_imputed():
     res = agreement(a, b, POINTWISE_LABELS, n_boot=50)
     assert res.n == 2
     assert res.raw == 1.0
-    assert raw_agreement([None], [P]) != raw_agreement([None], [P])  # NaN when nothing is shared
+    assert math.isnan(raw_agreement([None], [P]))  # NaN when nothing is shared
+    assert math.isnan(raw_agreement([], []))
+    none_shared = agreement([None, P], [G, None], POINTWISE_LABELS, n_boot=50)
+    assert none_shared.n == 0 and math.isnan(none_shared.raw) and math.isnan(none_shared.kappa)
+
+
+def test_agreement_carries_kappas_ci_and_se_on_the_same_resamples():
+    rng = np.random.default_rng(4)
+    a = rng.choice(POINTWISE_LABELS, size=50).tolist()
+    b = [x if rng.random() < 0.6 else G for x in a]
+    res = agreement(a, b, POINTWISE_LABELS, n_boot=400, seed=2)
+    k = weighted_kappa_ci(a, b, POINTWISE_LABELS, n_boot=400, seed=2)
+    assert (res.kappa, res.kappa_ci, res.kappa_se) == (k.value, (k.low, k.high), k.se)
+    assert res.raw == np.mean(np.array(a) == np.array(b))
+    assert 0 < res.raw_ci[0] < res.raw < res.raw_ci[1] < 1
+
+
+def test_fleiss_kappa_is_statsmodels_on_random_panels():
+    rng = np.random.default_rng(8)
+    for raters, cases, k in ((3, 40, 3), (4, 25, 5), (5, 12, 2), (2, 30, 3)):
+        codes = rng.integers(0, k, size=(cases, raters))
+        codes[: cases // 2, 1:] = codes[: cases // 2, :1]  # half the cases agreed on: kappa well above 0
+        counts, _ = inter_rater.aggregate_raters(codes, n_cat=k)
+        expected = inter_rater.fleiss_kappa(counts, method="fleiss")
+        got = fleiss_kappa([codes[:, j].tolist() for j in range(raters)], list(range(k)))
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-12) and got > 0.2
+
+
+def test_fleiss_kappa_by_hand_drops_missing_cases_and_names_undefined_ones():
+    # 3 raters, 4 cases: (G,G,G), (G,G,P), (P,P,P), (P,P,G); P_i = 1, 1/3, 1, 1/3 -> mean 2/3; p = (1/2, 1/2)
+    # -> chance 1/2 -> kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3. A fifth case with a missing label is left out.
+    r1, r2, r3 = [G, G, P, P, G], [G, G, P, P, None], [G, P, P, G, P]
+    assert fleiss_kappa([r1, r2, r3], [P, G]) == pytest.approx(1 / 3)
+    assert math.isnan(fleiss_kappa([[P, P], [P, P], [P, P]], POINTWISE_LABELS))  # one label only: chance is 1
+    assert math.isnan(fleiss_kappa([[None], [P], [P]], POINTWISE_LABELS))  # no case left
+    with pytest.raises(ValueError, match="not in"):
+        fleiss_kappa([[P, "Excellent"], [P, P], [P, P]], POINTWISE_LABELS)
+    with pytest.raises(ValueError, match="same cases"):
+        fleiss_kappa([[P, P], [P], [P, P]], POINTWISE_LABELS)
 
 
 def test_agreement_ci_brackets_point_and_rejects_unknown_labels():

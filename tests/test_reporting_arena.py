@@ -11,15 +11,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pytest
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
 from recjudge_utils.experiments import arena
 from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.metrics.correlation import pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.protocols.arena import resolve_aspects
 from recjudge_utils.reporting import arena as report
 from recjudge_utils.reporting.display import estimate_cell
+from recjudge_utils.reporting.paper import paper_table
 from tests.test_experiment_arena import toy_dataset
 
 KEYS = [aspect_key(a) for a in resolve_aspects()]
@@ -193,3 +196,18 @@ def test_paper_dataset(dataset: str, expected: str) -> None:
         dataset_name = dataset
 
     assert report.paper_dataset(_Run()) == expected  # type: ignore[arg-type]
+
+
+def test_paper_r_rounding_lays_out_the_metrics_range_per_judge_and_dataset() -> None:
+    p1, p2, p3 = paper_table("arena_table1"), paper_table("arena_table2"), paper_table("arena_table3")
+    groups = list(p2.groupby(["llm", "dataset"], sort=False))
+    lines = report.paper_r_rounding(draws=200, seed=1).splitlines()
+    assert len(lines) == len(groups) > 0
+    rng = np.random.default_rng(1)  # one stream across the groups, as the chapter draws them
+    for line, ((llm, dset), block) in zip(lines, groups, strict=True):
+        auc = block["rs"].map(p1[p1["dataset"] == dset].set_index("rs")["auc"]).to_numpy(float)
+        lo, hi = pearson_rounding_range(auc, block["q"].to_numpy(float), draws=200, seed=rng)
+        printed = float(p3.set_index(["llm", "dataset"])["r"][(llm, dset)])
+        numbers = [float(v) for v in re.findall(r"-?\d+\.\d{4}", line)]
+        assert numbers == pytest.approx([printed, lo, hi], abs=5e-5)
+        assert ("**inside**" in line) == (lo <= printed <= hi)

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 
 from recjudge_utils.reporting.figures import MARKERS, forest_plot, palette
 
@@ -31,7 +32,27 @@ def test_forest_plot_draws_one_bar_per_estimate_and_a_reference() -> None:
     assert set(MARKERS[:2]) <= markers
 
 
-def test_forest_plot_refuses_no_rows_and_palette_is_colour_blind_safe() -> None:
+#: seaborn's "colorblind" palette (Okabe & Ito's colour-blind-safe colours, as seaborn orders them)
+COLOUR_BLIND = (
+    "#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9"
+)  # fmt: skip
+
+
+def test_forest_plot_refuses_no_rows() -> None:
     with pytest.raises(ValueError):
         forest_plot(pd.DataFrame(columns=["label", "value", "low", "high"]))
-    assert len(palette(3)) == 3
+
+
+@pytest.mark.parametrize("n", range(1, len(COLOUR_BLIND) + 1))
+def test_palette_is_the_colour_blind_palette_with_distinct_colours(n: int) -> None:
+    colours = [to_hex(c) for c in palette(n)]
+    assert colours == list(COLOUR_BLIND[:n])  # the colour-blind-safe colours, in their order, not another palette
+    assert len(set(colours)) == n  # n series, n colours
+    assert [to_hex(c) for c in palette(n)] == colours  # the same n, the same colours, every time
+
+
+def test_the_forest_plot_draws_its_series_in_the_palettes_colours() -> None:
+    rows = pd.DataFrame({"label": ["x"] * 3, "judge": ["a", "b", "c"], "value": [1.0, 2.0, 3.0]})
+    ax = forest_plot(rows, group="judge").axes[0]
+    drawn = [to_hex(line.get_color()) for line in ax.get_lines() if line.get_marker() in MARKERS]
+    assert drawn == list(COLOUR_BLIND[:3])

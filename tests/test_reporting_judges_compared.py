@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.metrics.agreement import agreement
 from recjudge_utils.reporting import judges_compared as compare
 from recjudge_utils.reporting.results import USAGE_FILE, result, write_results
 
@@ -136,6 +137,12 @@ def test_agreement_on_the_items_both_judged(scripted_judge, isolated_runs: Path)
     assert row["n both labelled"] == 8
     assert row["raw_agreement"] == pytest.approx(6 / 8)
     assert 0.5 < row["kappa"] < 1 and row["low"] < row["kappa"] < row["high"]
+    # chapter 4's agreement (metrics.agreement.agreement): kappa with its CI and SE, raw agreement with its CI
+    ref = agreement([1, 2, 3, 4, 5, 5, 1, 2], [1, 2, 3, 4, 4, 5, 2, 2], [1, 2, 3, 4, 5], n_boot=2000, seed=0)
+    assert (row["kappa"], row["low"], row["high"], row["se"]) == (ref.kappa, *ref.kappa_ci, ref.kappa_se)
+    assert (row["raw_low"], row["raw_high"]) == ref.raw_ci and row["raw_low"] < 6 / 8 < row["raw_high"]
+    cell = compare.agreement_display(compare.agreement_table(compare.load_runs()))["raw agreement, % [95 % CI]"]
+    assert cell.tolist() == [f"75.0 [{100 * ref.raw_ci[0]:.1f}, {100 * ref.raw_ci[1]:.1f}]"]
 
 
 def arena_run(name: str, data: str) -> compare.Run:
@@ -210,9 +217,11 @@ def test_the_agreement_takeaway_says_whether_kappa_is_above_chance() -> None:
     agreement = pd.DataFrame(
         [
             {"items": "03_recsys_arena/pairwise", "judge A": "a", "judge B": "b", "n both labelled": 50,
-             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7},
+             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7, "raw_low": 0.6,
+             "raw_high": 0.8},
             {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8,
-             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5},
+             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5, "raw_low": 0.25,
+             "raw_high": 0.75},
         ]
     )  # fmt: skip
     (text,) = [t for t in compare.takeaways_items(runs, agreement) if t.startswith("Agreement")]
@@ -220,9 +229,12 @@ def test_the_agreement_takeaway_says_whether_kappa_is_above_chance() -> None:
     assert "not distinguishable from chance on chapter 4: list labels (0.100 [-0.300, 0.500])" in text
     shown = compare.agreement_display(agreement)
     assert list(shown.columns) == [
-        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, %"
+        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, % [95 % CI]"
     ]  # fmt: skip
-    assert shown["raw agreement, %"].tolist() == ["70.0", "50.0"]
+    assert shown["raw agreement, % [95 % CI]"].tolist() == ["70.0 [60.0, 80.0]", "50.0 [25.0, 75.0]"]
+    assert compare.agreement_display(agreement.drop(columns=["raw_low", "raw_high"]))[
+        "raw agreement, % [95 % CI]"
+    ].tolist() == ["70.0", "50.0"]  # a frame without the bounds shows the bare estimate
 
 
 def test_the_headline_forest_plot_has_one_row_per_measure_and_judge() -> None:

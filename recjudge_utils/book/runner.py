@@ -260,9 +260,14 @@ def run_dir(name: str) -> Path:
     return runs_dir() / check_run_name(name)
 
 
+#: the chapter that reads every other chapter's ``results.json`` of every run: executed after all the others
+READS_ALL_RESULTS = "06_judges_compared.ipynb"
+
+
 def select_notebooks(notebook_dir: Path, only: Sequence[str] | None) -> list[Path]:
-    """The notebooks of ``notebook_dir`` (sorted), or those whose name starts with one of ``only``."""
-    notebooks = sorted(notebook_dir.glob("*.ipynb"))
+    """The notebooks of ``notebook_dir`` (sorted, :data:`READS_ALL_RESULTS` last), or those whose name starts with
+    one of ``only``."""
+    notebooks = sorted(notebook_dir.glob("*.ipynb"), key=lambda nb: (nb.name == READS_ALL_RESULTS, nb.name))
     if only:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(prefix) for prefix in only)]
         if not notebooks:

@@ -73,6 +73,9 @@ PAPER_SCALE: tuple[ScaleValue, ...] = (
     ScaleValue("04", "n_adversarial", 100, "SAER, Sec. 3.4 / 4.1: 100 blind adversarial pairs"),
     ScaleValue("04", "top_k", 10, "SAER, Sec. 3.4: top-10 lists"),
     ScaleValue("04", "max_history", None, "SAER, Sec. 3.1: six months of purchase history (no cut: the whole window)"),
+    ScaleValue("07", "n_users", 0, "serendipity paper, Sec. 5.1: every test user judged (0 = all evaluation users)"),
+    ScaleValue("07", "top_k", 20, "serendipity paper, Sec. 5.1 / Table 3: @20, the longest list of the three papers"),
+    ScaleValue("07", "arena_pairs", "all", "the book's choice: a tournament, every two systems in both orders"),
 )
 
 SCALES = ("demo", "paper")

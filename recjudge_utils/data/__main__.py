@@ -1,4 +1,5 @@
-"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME}`` (also ``recjudge-data``)."""
+"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME, export-split NAME}`` (also
+``recjudge-data``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,34 @@ def _cmd_info(name: str, data_dir: str | None) -> int:
     return 0
 
 
+def _cmd_export_split(name: str, fold: int, out: str, force: bool, data_dir: str | None) -> int:
+    # imported here: the data stage is the first one, the splitting stage builds on it
+    from recjudge_utils.splitting.export import ExportError, check_fold, export_split
+
+    from . import load_dataset
+
+    try:
+        check_fold(fold)  # before the data is read: a fold that cannot exist needs no dataset
+        if REGISTRY[name].loader is None:
+            raise ExportError(f"{name} is judged pairs, not interactions: it has no split to export")
+        ds = load_dataset(name, data_dir, fetch=False, verbose=False)
+        split = export_split(ds, fold, out, force=force)
+    except (ExportError, DatasetNotAvailableError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except DataFormatError as exc:
+        print(f"{name}: files present but malformed: {exc}", file=sys.stderr)
+        return 3
+    for path in split.files:
+        print(f"wrote {path}")
+    print(
+        f"{name} fold {fold}: train {len(split.train):,} rows, valid {len(split.valid):,} rows, "
+        f"test {len(split.test):,} rows; {len(split.eval_users):,} evaluation users. "
+        f"Lists for chapter 7 go to {split.folder / 'lists'}/ (see {split.folder / 'README.md'})."
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The data command; returns its exit code."""
     parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
@@ -61,11 +90,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("name", choices=sorted(REGISTRY))
     i = sub.add_parser("info", help="statistics of a present dataset, or how to get it")
     i.add_argument("name", choices=sorted(REGISTRY))
+    e = sub.add_parser(
+        "export-split",
+        help="write chapter 2's split of a present dataset (CSV, RecBole atomic files, items, evaluation users)",
+    )
+    e.add_argument("name", choices=sorted(REGISTRY))
+    e.add_argument("--fold", type=int, default=0, help="fold of the temporal split (0, 1 or 2; default 0)")
+    e.add_argument("--out", required=True, help="folder to create (must not exist or be empty)")
+    e.add_argument(
+        "--force", action="store_true", help="replace a non-empty --out folder (once the export is complete)"
+    )
     args = parser.parse_args(argv)
     if args.command == "list":
         return _cmd_list(args.data_dir)
     if args.command == "fetch":
         return _cmd_fetch(args.name, args.data_dir)
+    if args.command == "export-split":
+        return _cmd_export_split(args.name, args.fold, args.out, args.force, args.data_dir)
     return _cmd_info(args.name, args.data_dir)
 
 

@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
-from statsmodels.stats.proportion import proportion_confint
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset, SerendipityPairs
@@ -38,6 +37,7 @@ from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import JudgeProfile, load_profile
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.agreement import POINTWISE_LABELS, strict_adjudicate, weighted_kappa
+from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_mean_ci_rows, wilson
 from recjudge_utils.metrics.pairwise import TIE, conservative, q_value
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
 from recjudge_utils.protocols.pairwise import games
@@ -143,14 +143,6 @@ def serendipity_noise(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
     return pd.DataFrame(rows)
 
 
-def _boot_mae_ci(errors: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap CIs of the mean, for many samples at once (rows of ``errors``)."""
-    reps, n = errors.shape
-    idx = rng.integers(0, n, size=(reps, n_boot, n))
-    boots = np.take_along_axis(errors[:, None, :].repeat(n_boot, axis=1), idx, axis=2).mean(axis=2)
-    return np.quantile(boots, 0.025, axis=1), np.quantile(boots, 0.975, axis=1)
-
-
 def ci_coverage(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
     """Coverage of the 95% CIs over ``repeats`` samples of n pairs drawn from every judged pair (the population)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
@@ -162,15 +154,15 @@ def ci_coverage(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfi
     rows = []
     for n in config.coverage_sizes:
         sample = np.array([rng.choice(len(err), size=n, replace=False) for _ in range(config.repeats)])
-        lo, hi = _boot_mae_ci(err[sample], config.n_boot, rng)
+        lo, hi = bootstrap_mean_ci_rows(err[sample], config.n_boot, rng)
         covered = int(((lo <= true_mae) & (true_mae <= hi)).sum())
-        a_lo, a_hi = proportion_confint(hit[sample].sum(axis=1), n, alpha=0.05, method="wilson")
+        a_lo, a_hi = wilson(hit[sample].sum(axis=1), n)
         covered_acc = int(((a_lo <= true_acc) & (true_acc <= a_hi)).sum())
         for metric, k, width in (
             ("MAE, percentile bootstrap", covered, float(np.mean(hi - lo))),
             ("3-class accuracy, Wilson", covered_acc, float(np.mean(a_hi - a_lo))),
         ):
-            c_lo, c_hi = proportion_confint(k, config.repeats, alpha=0.05, method="wilson")
+            c_lo, c_hi = wilson(k, config.repeats)
             rows.append(
                 {"n": n, "interval": metric, "coverage": k / config.repeats, "coverage_lo": c_lo,
                  "coverage_hi": c_hi, "mean_width": width}
@@ -221,7 +213,7 @@ def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
         t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
         p = 2 * stats.t.sf(np.abs(t), df=n - 1)
         k = int((p < 0.05).sum())
-        lo, hi = proportion_confint(k, config.repeats, alpha=0.05, method="wilson")
+        lo, hi = wilson(k, config.repeats)
         analytic = float(power_fn.power(effect_size=effect, nobs=n, alpha=0.05, alternative="two-sided"))
         rows.append(
             {"n": n, "power": k / config.repeats, "power_lo": lo, "power_hi": hi, "power_statsmodels": analytic}
@@ -334,8 +326,8 @@ def _shares(outcomes: Sequence[Any], values: Sequence[str]) -> list[tuple[str, f
     out = []
     for v in values:
         count = sum(o == v for o in outcomes)
-        lo, hi = proportion_confint(count, n, alpha=0.05, method="wilson")
-        out.append((v, count / n, float(lo), float(hi)))
+        lo, hi = wilson(count, n)
+        out.append((v, count / n, lo, hi))
     return out
 
 
@@ -372,7 +364,7 @@ def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -
             client.close()
         consistent = [bool(c) for c in adjudicated["consistent"] if c is not None]
         agree = sum(consistent)
-        lo, hi = proportion_confint(agree, len(consistent), alpha=0.05, method="wilson")
+        lo, hi = wilson(agree, len(consistent))
         cons_rows.append(
             {"bias": b, "consistency": agree / len(consistent), "lo": lo, "hi": hi,
              "expected": (1 - no_pref) + no_pref * (1 - b) ** 2}
@@ -483,13 +475,13 @@ def reevaluation_noise(
             va, vb = frame.loc[a, metric].to_numpy(dtype=float), frame.loc[b, metric].to_numpy(dtype=float)
             diff = va - vb
             ok = np.isfinite(diff)
-            res = stats.bootstrap(
-                (diff[ok],), np.mean, n_resamples=config.n_boot, method="percentile", random_state=config.seed
+            # a legacy RandomState seeded with config.seed: the resamples this gap's CI has always been drawn with
+            _, gap_lo, gap_hi = bootstrap_ci(
+                diff[ok], np.mean, n_boot=config.n_boot, seed=np.random.RandomState(config.seed)
             )
             gap_rows.append(
                 {"source": src, "metric": metric, a: float(np.nanmean(va)), b: float(np.nanmean(vb)),
-                 "gap": float(diff[ok].mean()), "gap_lo": float(res.confidence_interval.low),
-                 "gap_hi": float(res.confidence_interval.high)}
+                 "gap": float(diff[ok].mean()), "gap_lo": gap_lo, "gap_hi": gap_hi}
             )  # fmt: skip
     gaps = pd.DataFrame(gap_rows)
     order_rows, needed = [], []

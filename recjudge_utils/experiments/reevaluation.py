@@ -44,8 +44,9 @@ from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import sample_users, top_lists
 from recjudge_utils.judge.types import Judge
+from recjudge_utils.lists import write_trec_runs
 from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
-from recjudge_utils.paths import current_run_dir
+from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.protocols.few_shot import select_few_shot_examples
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 from recjudge_utils.protocols.truth import reevaluation_truth
@@ -79,6 +80,7 @@ __all__ = [
     "training_ratings",
     "tune_studies",
     "tuning_line",
+    "write_lists",
 ]
 
 ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
@@ -431,6 +433,20 @@ class ReevaluationRun(Run):
                 for f, u, i, s in zip(j["fold"], j["user"], j["item"], j["score"], strict=True)
             ]
         }
+
+
+def write_lists(run: ReevaluationRun, run_dir: Path | None = None) -> list[Path]:
+    """Each fold's top-k lists of every recommender (every evaluation user) as TREC run files in
+    :func:`~recjudge_utils.paths.book_lists_dir`, replacing the files an earlier run wrote there: chapter 7 reads
+    them back through the reader a researcher's own files go through."""
+    written: list[Path] = []
+    for fold, recs in run.recs.groupby("fold", sort=True):
+        folder = book_lists_dir(int(fold), run_dir)
+        if folder.is_dir():
+            for old in folder.glob("*.trec"):
+                old.unlink()
+        written += write_trec_runs(recs[["rs", "user", "rank", "item"]], folder)
+    return written
 
 
 def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None = None) -> ReevaluationRun:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from recjudge_utils.answer_formats.truth import Truth
 from recjudge_utils.prompts.loader import Message, PromptTemplate
@@ -240,8 +240,8 @@ class Judge(Protocol):
         ...
 
     def judge_many(
-        self, requests: Sequence[JudgeRequest], parse: Callable[[str], T] | None = None, desc: str | None = None
-    ) -> list[JudgeResult[T]]:
+        self, requests: Sequence[JudgeRequest], parse: Callable[[str], Any] | None = None, desc: str | None = None
+    ) -> list[JudgeResult[Any]]:
         """One result per request, in order, each parsed by its request's answer format; unparsed and failed answers
         are results too."""
         ...

@@ -3,9 +3,10 @@
 A *labeler* is anything that assigns one label per case: a prompt version, a judge model, one
 presentation order of a pairwise comparison, a human annotator. Two labelers are compared with
 raw agreement and Cohen's quadratic weighted kappa over a fixed ordinal label order
-(:func:`weighted_kappa`, the one kappa of the package; :func:`weighted_kappa_ci` adds its CI, a percentile bootstrap
-over cases). Missing labels (``None``/NaN, e.g. an unparsed judge answer) are never imputed: the case is left out of
-that comparison and ``n`` says how many remain.
+(:func:`weighted_kappa`, the one kappa of two labelers in the package; :func:`weighted_kappa_ci` adds its CI, a
+percentile bootstrap over cases; :func:`agreement` gives both with their CIs). Three or more labelers of the same
+cases are compared with :func:`fleiss_kappa`. Missing labels (``None``/NaN, e.g. an unparsed judge answer) are
+never imputed: the case is left out of that comparison and ``n`` says how many remain.
 
 Adjudication rules from the SAER paper (Section 3.4):
 
@@ -61,6 +62,7 @@ class Agreement:
     kappa: float
     raw_ci: tuple[float, float] = (float("nan"), float("nan"))
     kappa_ci: tuple[float, float] = (float("nan"), float("nan"))
+    kappa_se: float = float("nan")
 
 
 def _paired(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> tuple[list[Any], list[Any]]:
@@ -160,14 +162,49 @@ def agreement(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Agreement:
-    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (the same cases resampled for both)."""
+    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (the same cases resampled for both) and
+    kappa's bootstrap SE (:func:`weighted_kappa_ci`)."""
     x, y = _codes(a, b, labels)
     n = len(x)
     if n == 0:
         return Agreement(0, float("nan"), float("nan"))
     raw_pt, raw_lo, raw_hi = bootstrap_ci((x, y), lambda p, q: float(np.mean(p == q)), n_boot=n_boot, seed=seed)
     k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed)
-    return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high))
+    return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high), kappa_se=k.se)
+
+
+def fleiss_kappa(labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any]) -> float:
+    """Fleiss' kappa of raters who each labelled every case (Fleiss 1971; the book uses it for three or more), over
+    the categories ``labels`` (nominal: their order does not matter).
+
+    ``labels_by_rater`` holds one sequence of labels per rater, aligned by case. A case any rater left unlabelled
+    (None/NaN) is dropped, never imputed; a label outside ``labels`` raises ValueError. With m raters, n_ij the
+    raters who put case i in category j, p_j the share of all labels in category j: P_i = (sum_j n_ij^2 - m) /
+    (m (m - 1)), kappa = (mean P_i - sum_j p_j^2) / (1 - sum_j p_j^2) (statsmodels' ``fleiss_kappa``, method
+    "fleiss"). NaN when no case is left or every label is the same (chance agreement is then 1).
+    """
+    raters = [list(r) for r in labels_by_rater]
+    if len(raters) < 2:
+        raise ValueError("Fleiss' kappa needs at least two raters")
+    n = len(raters[0])
+    if any(len(r) != n for r in raters):
+        raise ValueError("all raters must label the same cases")
+    cases = [case for case in zip(*raters, strict=True) if not any(is_missing(v) for v in case)]
+    code = {lab: i for i, lab in enumerate(labels)}
+    unknown = {v for case in cases for v in case} - set(code)
+    if unknown:
+        raise ValueError(f"Fleiss' kappa: labels {sorted(map(str, unknown))} not in {list(labels)}")
+    if not cases:
+        return float("nan")
+    k, m = len(labels), len(raters)
+    codes = np.array([[code[v] for v in case] for case in cases], dtype=np.intp)
+    counts = np.stack([np.bincount(row, minlength=k) for row in codes]).astype(np.float64)
+    p_case = ((counts**2).sum(axis=1) - m) / (m * (m - 1))
+    p_category = counts.sum(axis=0) / counts.sum()
+    chance = float(np.sum(p_category**2))
+    if chance >= 1.0:
+        return float("nan")
+    return float((p_case.mean() - chance) / (1.0 - chance))
 
 
 def strict_adjudicate(*labelers: Sequence[Any], order: Sequence[str] = POINTWISE_LABELS) -> list[Any]:

@@ -1,24 +1,43 @@
-"""Confidence intervals shared by every metric.
+"""Confidence intervals shared by every metric: the one module where an interval is computed.
 
 * :func:`bootstrap_ci`: the percentile bootstrap of any statistic (resampling rows, paired when several aligned
-  arrays are given), on ``scipy.stats.bootstrap``;
+  arrays are given), on ``scipy.stats.bootstrap``; :func:`bootstrap_distribution` gives the resampled statistics
+  themselves (for a standard error, or to drop undefined resamples) and :func:`percentile_interval` their central
+  interval;
+* :func:`bootstrap_mean_ci_rows`: the same percentile bootstrap of the mean for many samples at once (rows of a
+  matrix, each resampled on its own), for Monte Carlo studies of the interval itself;
 * :func:`wilson`: the Wilson score interval of a proportion (statsmodels' ``proportion_confint``), the right
   interval for a share (a win rate, an accuracy, a detection or consistency rate) when n is small: the percentile
-  bootstrap of a share of 10 is often a zero-width interval at 0% or 100%.
+  bootstrap of a share of 10 is often a zero-width interval at 0% or 100%;
+* :func:`fisher_z_interval`: the interval of a correlation coefficient through Fisher's z = artanh(r), with the
+  variance of z as a parameter (1 / (n - 3) for Pearson's r, 1.06 / (n - 3) for Spearman's rho).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import overload
 
 import numpy as np
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-__all__ = ["bootstrap_ci", "bootstrap_distribution", "percentile_interval", "wilson"]
+__all__ = [
+    "Seed",
+    "bootstrap_ci",
+    "bootstrap_distribution",
+    "bootstrap_mean_ci_rows",
+    "fisher_z_interval",
+    "make_rng",
+    "percentile_interval",
+    "wilson",
+]
 
 Values = np.ndarray | Sequence[float] | tuple[np.ndarray, ...]
+#: a seed for :func:`numpy.random.default_rng`, or a generator to draw from (a legacy ``RandomState`` reproduces
+#: a ``scipy.stats.bootstrap(..., random_state=<int>)`` call resample for resample)
+Seed = int | np.random.Generator | np.random.RandomState
 
 
 def _as_arrays(values: Values) -> tuple[np.ndarray, ...]:
@@ -31,8 +50,19 @@ def _as_arrays(values: Values) -> tuple[np.ndarray, ...]:
     return arrays
 
 
+def make_rng(seed: Seed) -> np.random.Generator | np.random.RandomState:
+    """A generator from a seed (``default_rng(seed)``); a generator given is returned as it is, to be drawn from."""
+    return seed if isinstance(seed, np.random.Generator | np.random.RandomState) else np.random.default_rng(seed)
+
+
+def _tails(ci: float) -> tuple[float, float]:
+    """The quantiles that bound the central ``ci`` interval."""
+    alpha = (1.0 - ci) / 2.0
+    return alpha, 1.0 - alpha
+
+
 def bootstrap_distribution(
-    values: Values, statistic: Callable[..., float] = np.mean, n_boot: int = 2000, seed: int = 0
+    values: Values, statistic: Callable[..., float] = np.mean, n_boot: int = 2000, seed: Seed = 0
 ) -> tuple[float, np.ndarray]:
     """(point estimate, ``n_boot`` resampled statistics): rows drawn with replacement by ``scipy.stats.bootstrap``,
     aligned arrays together (a paired bootstrap), each resample passed positionally to ``statistic``. A single row
@@ -52,7 +82,7 @@ def bootstrap_distribution(
             paired=True,
             vectorized=False,
             method="percentile",
-            random_state=np.random.default_rng(seed),
+            random_state=make_rng(seed),
         )
     return point, np.asarray(res.bootstrap_distribution, dtype=float).reshape(-1)
 
@@ -62,7 +92,7 @@ def bootstrap_ci(
     statistic: Callable[..., float] = np.mean,
     n_boot: int = 2000,
     ci: float = 0.95,
-    seed: int = 0,
+    seed: Seed = 0,
 ) -> tuple[float, float, float]:
     """Percentile bootstrap: returns (point estimate, low, high).
 
@@ -78,14 +108,67 @@ def percentile_interval(boots: np.ndarray, ci: float = 0.95) -> tuple[float, flo
     """The central ``ci`` interval of resampled statistics (NaN ones left out; NaN, NaN when all are)."""
     if np.isnan(boots).all():
         return float("nan"), float("nan")
-    alpha = (1.0 - ci) / 2.0
-    low, high = np.nanquantile(boots, [alpha, 1.0 - alpha])
+    low, high = np.nanquantile(boots, _tails(ci))
     return float(low), float(high)
 
 
-def wilson(successes: float, n: float, ci: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of ``successes / n`` (NaN, NaN when n is 0)."""
-    if n <= 0:
+def bootstrap_mean_ci_rows(
+    samples: np.ndarray, n_boot: int = 2000, rng: np.random.Generator | None = None, ci: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CIs of the mean of every row of ``samples`` (reps x n) at once: (lows, highs).
+
+    Each row is resampled on its own, ``n_boot`` times, with indices drawn as ``scipy.stats.bootstrap`` draws them
+    (``rng.integers(0, n, (n_boot, n))`` per row, rows one after the other), so one row gives exactly
+    :func:`bootstrap_ci` of ``np.mean`` under the same generator. ``rng`` is drawn from in place (a Monte Carlo
+    study shares one stream between its samples and their resamples)."""
+    samples = np.asarray(samples, dtype=float)
+    if samples.ndim != 2 or samples.shape[1] == 0:
+        raise ValueError(f"bootstrap_mean_ci_rows needs a non-empty 2-D array, got shape {samples.shape}")
+    rng = np.random.default_rng() if rng is None else rng
+    reps, n = samples.shape
+    idx = rng.integers(0, n, size=(reps, n_boot, n))
+    boots = np.take_along_axis(samples[:, None, :].repeat(n_boot, axis=1), idx, axis=2).mean(axis=2)
+    low, high = np.quantile(boots, _tails(ci), axis=1)
+    return low, high
+
+
+@overload
+def wilson(successes: float, n: float, ci: float = 0.95) -> tuple[float, float]: ...
+
+
+@overload
+def wilson(successes: np.ndarray, n: float | np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def wilson(
+    successes: float | np.ndarray, n: float | np.ndarray, ci: float = 0.95
+) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of ``successes / n`` (NaN, NaN when n is 0); element-wise for arrays of counts.
+
+    No successes give a lower bound of exactly 0 and all successes an upper bound of exactly 1, as the formula does
+    (statsmodels' arithmetic can leave them a rounding error inside, which would read as "excludes 0")."""
+    counts = np.asarray(successes, dtype=float)
+    totals = np.broadcast_to(np.asarray(n, dtype=float), counts.shape)
+    low, high = np.full(counts.shape, np.nan), np.full(counts.shape, np.nan)
+    ok = totals > 0
+    if ok.any():
+        low[ok], high[ok] = proportion_confint(counts[ok], totals[ok], alpha=1.0 - ci, method="wilson")
+        low[ok & (counts == 0)] = 0.0
+        high[ok & (counts == totals)] = 1.0
+    if np.ndim(successes) == 0 and np.ndim(n) == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def fisher_z_interval(r: float, n: int, ci: float = 0.95, z_variance: float = 1.0) -> tuple[float, float]:
+    """The ``ci`` interval of a correlation ``r`` on ``n`` pairs through Fisher's z: tanh(artanh(r) -/+ q * se),
+    with q the normal quantile and se = sqrt(z_variance / (n - 3)).
+
+    ``z_variance`` is 1 for Pearson's r (Fisher 1921; ``scipy.stats.pearsonr(...).confidence_interval()``) and 1.06
+    for Spearman's rho (Fieller, Hartley & Pearson 1957). NaN, NaN when n < 4, r is not finite or |r| = 1 (z is
+    infinite there: the transform gives no interval)."""
+    if n < 4 or not np.isfinite(r) or abs(r) >= 1:
         return float("nan"), float("nan")
-    low, high = proportion_confint(successes, n, alpha=1.0 - ci, method="wilson")
-    return float(low), float(high)
+    half = stats.norm.ppf(0.5 + ci / 2) * np.sqrt(z_variance / (n - 3))
+    z = np.arctanh(r)
+    return float(np.tanh(z - half)), float(np.tanh(z + half))

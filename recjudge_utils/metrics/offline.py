@@ -11,6 +11,8 @@
   the factor 2, which would double-count; we read it over unordered pairs so that URD lies in [0, 1]
   when Sim does. The paper does not say which Sim it uses; the default here is the Jaccard index
   of the two items' genre sets (any ``sim(a, b)`` callable can be passed instead).
+* **Pearson r** (of Q against AUC, the paper's Table 3): :func:`~recjudge_utils.metrics.correlation.pearson`,
+  importable from here too.
 """
 
 from __future__ import annotations
@@ -22,7 +24,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from recjudge_utils.metrics.correlation import pearson
 from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k
+
+__all__ = [
+    "auc_per_user",
+    "evaluate_recommender",
+    "genre_jaccard",
+    "ndcg_per_user",
+    "offline_table",
+    "pearson",
+    "urd",
+    "urd_per_user",
+]
 
 
 def auc_per_user(scores: np.ndarray, positives: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
@@ -133,13 +147,3 @@ def offline_table(per_user: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         means = frame.drop(columns=["user"]).mean(numeric_only=True)
         rows.append({"rs": name, **means.to_dict(), "n_users": len(frame)})
     return pd.DataFrame(rows)
-
-
-def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Pearson r and its two-sided p-value (scipy). With n = 4 points, p = 1 - |r| exactly."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3:
-        return float("nan"), float("nan")
-    res = stats.pearsonr(x[ok], y[ok])
-    return float(res.statistic), float(res.pvalue)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, wilson
+from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval, wilson
 
 __all__ = [
     "OUTCOMES",
@@ -176,7 +176,6 @@ def paired_difference(
     if not np.isfinite(point) or len(boots) < 2:
         return Difference(point, nan, nan, nan)
     se = float(np.std(boots))
-    alpha = (1.0 - ci) / 2.0
-    lo, hi = np.quantile(boots, [alpha, 1.0 - alpha])
+    lo, hi = percentile_interval(boots, ci)
     std = abs(point) / se if se > 0 else (float("inf") if point != 0 else nan)
-    return Difference(float(point), float(lo), float(hi), std)
+    return Difference(float(point), lo, hi, std)

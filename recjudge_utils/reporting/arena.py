@@ -24,8 +24,8 @@ from pandas.io.formats.style import Styler
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.experiments.arena import PAPER_NAMES, ArenaRun
 from recjudge_utils.experiments.transparency import TRANSPARENCY_MODELS, TransparencyRun
+from recjudge_utils.metrics.correlation import pearson, pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
-from recjudge_utils.metrics.offline import pearson
 from recjudge_utils.reporting.callouts import Callout, judge_caveat, stand_in_note
 from recjudge_utils.reporting.display import captioned, error_bars, estimate_cell
 from recjudge_utils.reporting.figures import forest_plot, palette
@@ -712,28 +712,17 @@ def paper_table3() -> Styler:
     return captioned(frame, "Table 3 (paper) beside r recomputed from the paper's Tables 1 and 2", precision=4)
 
 
-def _pearson_r(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson r alone, for finite data: scipy's pearsonr (with its p-value) made 12,000 draws cost seconds."""
-    xm, ym = x - x.mean(), y - y.mean()
-    return float(xm @ ym / np.sqrt((xm @ xm) * (ym @ ym)))
-
-
 def paper_r_rounding(draws: int = 2000, seed: int = 0) -> str:
     """Can rounding of the paper's printed AUC (Table 1) and Q (Table 2) explain the gap between its printed r
-    (Table 3) and r recomputed from them? Each value is moved uniformly within its last printed digit; one Markdown
-    bullet per judge and dataset."""
+    (Table 3) and r recomputed from them? Each value is moved uniformly within its last printed digit
+    (:func:`~recjudge_utils.metrics.correlation.pearson_rounding_range`); one Markdown bullet per judge and dataset."""
     p1, p2, p3 = paper_table("arena_table1"), paper_table("arena_table2"), paper_table("arena_table3")
     printed = p3.set_index(["llm", "dataset"])["r"]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # one stream over every judge and dataset
     lines = []
     for (llm, dset), block in p2.groupby(["llm", "dataset"], sort=False):
         auc = block["rs"].map(p1[p1["dataset"] == dset].set_index("rs")["auc"]).to_numpy(float)
-        q = block["q"].to_numpy(float)
-        rs = [
-            _pearson_r(auc + rng.uniform(-5e-5, 5e-5, len(auc)), q + rng.uniform(-5e-5, 5e-5, len(q)))
-            for _ in range(draws)
-        ]
-        lo, hi = float(np.min(rs)), float(np.max(rs))
+        lo, hi = pearson_rounding_range(auc, block["q"].to_numpy(float), half_unit=5e-5, draws=draws, seed=rng)
         r_printed = float(printed[(llm, dset)])
         verdict = "inside" if lo <= r_printed <= hi else "outside"
         lines.append(

@@ -9,10 +9,10 @@ still executing (this chapter's own, under the runner) is described in words bes
 
 Tables are for people: headers in words, an estimate and its interval in one cell, our judges and the papers' in one
 table where they compare, a simulated judge named as such. Agreement between judges is computed on the items both
-judged: Cohen's quadratic weighted kappa with its bootstrap standard error and percentile CI
-(:func:`~recjudge_utils.metrics.agreement.weighted_kappa_ci`, the kappa of every chapter), and Fleiss' kappa
-(statsmodels) for three or more judges. The takeaways say what the intervals allow: two judges are ranked or told
-apart only where their intervals do not overlap.
+judged: raw agreement and Cohen's quadratic weighted kappa, each with its percentile-bootstrap CI, and kappa's
+bootstrap standard error (:func:`~recjudge_utils.metrics.agreement.agreement`, as chapter 4 computes it), and
+Fleiss' kappa (:func:`~recjudge_utils.metrics.agreement.fleiss_kappa`) for three or more judges. The takeaways
+say what the intervals allow: two judges are ranked or told apart only where their intervals do not overlap.
 """
 
 from __future__ import annotations
@@ -30,10 +30,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from recjudge_utils.experiments.arena import PAPER_NAMES
-from recjudge_utils.metrics.agreement import weighted_kappa_ci
+from recjudge_utils.metrics import agreement as labelers
 from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir
 from recjudge_utils.protocols.saer import VERSION_NAMES
 from recjudge_utils.recommenders import DISPLAY_NAMES
@@ -84,6 +83,8 @@ ORDERS: dict[str, list[Any]] = {
     "03_recsys_arena/pairwise": ["lose", "tie", "win"],
     "04_saer/pointwise": ["Poor Match", "Partial Match", "Good Match"],
     "04_saer/adversarial": ["wrong", "tie", "correct"],
+    "07_your_recommenders/scores": [1, 2, 3, 4, 5],
+    "07_your_recommenders/saer_labels": ["Poor Match", "Partial Match", "Good Match"],
 }
 
 #: each kind of item in words, for the agreement tables
@@ -93,6 +94,8 @@ ITEM_WORDS: dict[str, str] = {
     "03_recsys_arena/pairwise": "chapter 3: pairwise verdicts",
     "04_saer/pointwise": "chapter 4: list labels",
     "04_saer/adversarial": "chapter 4: adversarial pairs",
+    "07_your_recommenders/scores": "chapter 7: serendipity scores of your systems' items",
+    "07_your_recommenders/saer_labels": "chapter 7: SAER labels of your systems' lists",
 }
 
 #: the serendipity paper's prompt strategies by the names its Table 1 uses
@@ -495,6 +498,32 @@ def reevaluation_table(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(out).sort_values(["recommender", "judge"], kind="stable").reset_index(drop=True)
 
 
+# ------------------------------------------------------------------------------------------------ chapter 7
+#: the measures of chapter 7's Kendall taus in words
+_MEASURE_WORDS = {"serendipity": "serendipity", "arena": "Arena", "saer": "SAER", "precision": "Precision@k"}
+
+
+def protocol_agreement_table(runs: list[Run]) -> pd.DataFrame:
+    """Chapter 7 per judge: Kendall's tau (95% bootstrap CI over users) between every two protocols' system rankings
+    and between each protocol and Precision@k."""
+    rows = _rows(runs, "07_your_recommenders")
+    if rows.empty or "a" not in rows:
+        return pd.DataFrame()
+    taus = rows[(rows["metric"] == "kendall_tau") & rows["a"].isin(_MEASURE_WORDS) & rows["b"].isin(_MEASURE_WORDS)]
+    out = []
+    for r in taus.itertuples(index=False):
+        out.append(
+            {
+                "judge": r.judge,
+                "kind": _kind(r.kind),
+                "rankings": f"{_MEASURE_WORDS[r.a]} vs {_MEASURE_WORDS[r.b]}",
+                f"Kendall tau {CI}": estimate_cell(r.value, r.low, r.high, digits=2),
+                "users": "-" if pd.isna(r.n) else f"{int(r.n):,}",
+            }
+        )
+    return pd.DataFrame(out)
+
+
 # ------------------------------------------------------------------------------------------------ chapter 3
 def _arena_name(x: str) -> str:
     """Our recommender's display name, saying which paper model it stands in for when the names differ."""
@@ -697,8 +726,9 @@ def _items(runs: list[Run]) -> dict[str, dict[str, pd.Series]]:
 
 
 def agreement_table(runs: list[Run]) -> pd.DataFrame:
-    """Weighted kappa (quadratic, with its bootstrap SE and 95% percentile CI: :func:`~recjudge_utils.metrics.
-    agreement.weighted_kappa_ci`) between every two judges on the items both judged and labelled, per kind of item."""
+    """Weighted kappa (quadratic, with its bootstrap SE and 95% percentile CI) and raw agreement (with its 95%
+    percentile CI) between every two judges on the items both judged and labelled, per kind of item
+    (:func:`~recjudge_utils.metrics.agreement.agreement`, chapter 4's)."""
     rows = []
     for kind, by_judge in _items(runs).items():
         order = ORDERS.get(kind)
@@ -709,20 +739,24 @@ def agreement_table(runs: list[Run]) -> pd.DataFrame:
             both = both[both["a"].isin(order) & both["b"].isin(order)]
             row = {"items": kind, "judge A": a, "judge B": b, "n both labelled": len(both)}
             if len(both) >= 2:
-                res = weighted_kappa_ci(both["a"].tolist(), both["b"].tolist(), order)
+                # 2000 resamples, seed 0: kappa's CI as it always was here; raw agreement resamples the same items
+                res = labelers.agreement(both["a"].tolist(), both["b"].tolist(), order, n_boot=2000, seed=0)
                 row.update(
-                    kappa=res.value,
-                    se=res.se,
-                    low=res.low,
-                    high=res.high,
-                    raw_agreement=float((both["a"] == both["b"]).mean()),
+                    kappa=res.kappa,
+                    se=res.kappa_se,
+                    low=res.kappa_ci[0],
+                    high=res.kappa_ci[1],
+                    raw_agreement=res.raw,
+                    raw_low=res.raw_ci[0],
+                    raw_high=res.raw_ci[1],
                 )
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 def fleiss_table(runs: list[Run]) -> pd.DataFrame:
-    """Fleiss' kappa (statsmodels) over every judge, on the items all of them labelled (three or more judges)."""
+    """Fleiss' kappa (:func:`~recjudge_utils.metrics.agreement.fleiss_kappa`) over every judge, on the items all of
+    them labelled (three or more judges)."""
     rows = []
     for kind, by_judge in _items(runs).items():
         order = ORDERS.get(kind)
@@ -732,15 +766,12 @@ def fleiss_table(runs: list[Run]) -> pd.DataFrame:
         frame = frame[frame.isin(order).all(axis=1)]
         if len(frame) < 2:
             continue
-        code_of = {v: i for i, v in enumerate(order)}
-        codes = frame.apply(lambda col, code_of=code_of: col.map(code_of)).to_numpy()
-        counts, _ = aggregate_raters(codes, n_cat=len(order))
         rows.append(
             {
                 "items": kind,
                 "judges": len(by_judge),
                 "n all labelled": len(frame),
-                "fleiss_kappa": float(fleiss_kappa(counts)),
+                "fleiss_kappa": labelers.fleiss_kappa([frame[judge].tolist() for judge in frame.columns], order),
             }
         )
     return pd.DataFrame(rows)
@@ -748,7 +779,7 @@ def fleiss_table(runs: list[Run]) -> pd.DataFrame:
 
 def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
     """The agreement table as a reader reads it: the items in words, one kappa cell with its CI, the SE and the raw
-    agreement in %."""
+    agreement in % with its CI."""
     if agreement.empty:
         return agreement
     has = "kappa" in agreement
@@ -762,9 +793,9 @@ def agreement_display(agreement: pd.DataFrame) -> pd.DataFrame:
                 for r in agreement.reindex(columns=["kappa", "low", "high"]).itertuples()
             ],
             "SE": [estimate_cell(se) for se in agreement.reindex(columns=["se"])["se"]],
-            "raw agreement, %": [
-                estimate_cell(a, digits=1, scale=100)
-                for a in agreement.reindex(columns=["raw_agreement"])["raw_agreement"]
+            f"raw agreement, % {CI}": [
+                estimate_cell(r.raw_agreement, r.raw_low, r.raw_high, digits=1, scale=100)
+                for r in agreement.reindex(columns=["raw_agreement", "raw_low", "raw_high"]).itertuples()
             ],
         }
     )

@@ -15,11 +15,11 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
-from scipy import stats
 
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.experiments.reevaluation import SERENDIPITY_METRICS, ReevaluationRun
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
+from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE, spearman_ci
 from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.reporting.callouts import Callout, stand_in_note
@@ -351,8 +351,6 @@ def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
 
 #: every Avg.Score@20 of the paper's Table 3 (each RS and dataset) lies in 2.131-2.387: this range, rounded
 PAPER_AVG_RANGE = (2.1, 2.4)
-#: Fieller, Hartley & Pearson (1957): the variance of Fisher's z of a Spearman correlation is about 1.06 / (n - 3)
-_SPEARMAN_Z_VARIANCE = 1.06
 
 
 def _has_ci(row: pd.Series, m: str) -> bool:
@@ -410,20 +408,9 @@ def _avg_range_line(avg: pd.DataFrame) -> str:
     )
 
 
-def spearman_ci(x: pd.Series, y: pd.Series, ci: float = 0.95) -> tuple[float, float, float, int]:
-    """Spearman's rho of ``x`` and ``y`` with its Fisher-z interval (variance 1.06 / (n - 3), Fieller et al. 1957)
-    and n; the bounds are NaN when n < 4, |rho| = 1 or rho is undefined (a constant column)."""
-    n = len(x)
-    rho = float(stats.spearmanr(x, y).statistic) if n >= 2 else float("nan")
-    if n < 4 or not np.isfinite(rho) or abs(rho) >= 1:
-        return rho, float("nan"), float("nan"), n
-    half = stats.norm.ppf(0.5 + ci / 2) * np.sqrt(_SPEARMAN_Z_VARIANCE / (n - 3))
-    z = np.arctanh(rho)
-    return rho, float(np.tanh(z - half)), float(np.tanh(z + half)), n
-
-
 def _spearman_line(ser: pd.DataFrame) -> str:
-    """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one."""
+    """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one
+    (:func:`~recjudge_utils.metrics.correlation.spearman_ci`, also importable from here)."""
     rho, lo, hi, n = spearman_ci(ser["p_acc"], ser["p_ser"])
     head = f"Spearman correlation across the {n} RSs between Precision_acc and Precision_ser"
     if not np.isfinite(rho):
@@ -432,8 +419,8 @@ def _spearman_line(ser: pd.DataFrame) -> str:
         why = "n < 4" if n < 4 else "|rho| = 1"
         return f"{head}: {rho:.2f} (descriptive of these {n} RSs; no interval: {why})"
     return (
-        f"{head}: {rho:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] (Fisher z with variance 1.06/(n-3), n = {n} RSs; it treats "
-        "the RSs as the sample and leaves out the uncertainty of each RS's own means)"
+        f"{head}: {rho:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] (Fisher z with variance {SPEARMAN_Z_VARIANCE:g}/(n-3), "
+        f"n = {n} RSs; it treats the RSs as the sample and leaves out the uncertainty of each RS's own means)"
     )
 
 

@@ -1,0 +1,613 @@
+"""Judge your own recommender: lists trained anywhere, three protocols side by side, and whether they agree.
+
+``run(judge, YourRecommendersData(...), YourRecommendersConfig(...))`` takes the top-k lists of any number of
+systems (read by :func:`recjudge_utils.lists.read_lists` from the formats RS toolkits write), on the book's
+temporal split of one fold (the split chapter 2 trains on; ``python -m recjudge_utils.data export-split`` writes it
+for a system trained elsewhere), and judges the same seeded users' lists with one judge under each protocol:
+
+============  ========================================================  =====================================
+protocol      what the judge answers                                    the system's score per user
+============  ========================================================  =====================================
+serendipity   a 1-5 serendipity score per (user history, item)          Avg.Score@k (and P_ser@k, N_ser@k)
+              (:class:`~recjudge_utils.protocols.pointwise_score.
+              SerendipityJudge`, chapter 1's template)
+arena         which of two lists the user prefers, in both orders,      share of points in its duels (win 1,
+              adjudicated (:class:`~recjudge_utils.protocols.arena.     tie 1/2, lose 0)
+              PairwiseJudge`)
+saer          Good / Partial / Poor Match for one list                  the label on 0 (Poor) .. 2 (Good)
+              (:class:`~recjudge_utils.protocols.saer.SaerPointwise`)
+============  ========================================================  =====================================
+
+Each protocol gives a users x systems matrix; so does each offline metric (Precision, Recall, NDCG@k on the fold's
+test positives). :mod:`recjudge_utils.metrics.system_agreement` turns them into system means with CIs, Kendall's
+tau between every two rankings with a bootstrap CI over users, and the pairs each measure separates.
+
+**The simulated judge's truth.** Every request carries what a simulated judge answers from (an LLM never sees it):
+for Arena and SAER, how many of the user's held-out test positives a list holds; for the serendipity score, the
+stand-in rule of :func:`~recjudge_utils.protocols.truth.reevaluation_truth`. :func:`recovery` judges the same lists
+with a simulated judge twice, once perfect and once with the error model of its profile, and measures how well each
+protocol's noisy ranking recovers its perfect one and the held-out truth (Precision@k on the test split).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
+from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
+from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.steps import sample_users
+from recjudge_utils.judge.types import Judge
+from recjudge_utils.lists import RecommendationLists, read_lists
+from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
+from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
+from recjudge_utils.metrics.system_agreement import Tau, kendall_tau, separated_pairs, system_means
+from recjudge_utils.paths import book_lists_dir
+from recjudge_utils.protocols.arena import PairwiseJudge
+from recjudge_utils.protocols.context.arena import ArenaContext
+from recjudge_utils.protocols.context.saer import Catalogue, build_context, domain_for
+from recjudge_utils.protocols.few_shot import select_few_shot_examples
+from recjudge_utils.protocols.pairwise import games
+from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge
+from recjudge_utils.protocols.saer import SaerPointwise
+from recjudge_utils.protocols.truth import heldout_hits, reevaluation_truth
+from recjudge_utils.splitting.export import TemporalFold, temporal_fold
+from recjudge_utils.splitting.temporal import ground_truth, last_items
+
+__all__ = [
+    "MEASURES",
+    "OFFLINE",
+    "PROTOCOLS",
+    "YourRecommendersConfig",
+    "YourRecommendersData",
+    "YourRecommendersRun",
+    "arena_comparisons",
+    "chosen_systems",
+    "cost_at_scale",
+    "judged_users",
+    "planned_calls",
+    "read_system_lists",
+    "recovery",
+    "run",
+]
+
+PROTOCOLS: tuple[str, ...] = ("serendipity", "arena", "saer")
+OFFLINE: tuple[str, ...] = ("precision", "recall", "ndcg")
+#: measure -> what its per-user value is (the chapter's tables say it in these words)
+MEASURES: dict[str, str] = {
+    "serendipity": "Avg.Score@k (1-5)",
+    "arena": "share of points in duels (0-1)",
+    "saer": "SAER label, Poor 0 .. Good 2",
+    "precision": "Precision@k",
+    "recall": "Recall@k",
+    "ndcg": "NDCG@k",
+}
+SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
+POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
+ITEM_NOUNS = {"goodreads": ("book", "books"), "amazon-beauty": ("product", "products")}
+
+
+@dataclass(frozen=True)
+class YourRecommendersConfig:
+    """The chapter's parameters (the notebook's names). ``arena_pairs``: ``"all"`` (every two systems) or the name
+    of one system that every other one is compared against. ``template``: the serendipity prompt (None: chapter 1's
+    selection, else the paper's CoT)."""
+
+    fold: int = 0
+    top_k: int = 5
+    protocols: tuple[str, ...] = PROTOCOLS
+    systems: tuple[str, ...] | None = None  # the systems judged, by name (None: every one read)
+    n_users: int = 3
+    arena_pairs: str = "all"
+    template: str = "cot"
+    n_history: int = 10
+    n_shots: int = 10
+    seed: int = 0
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "protocols", tuple(self.protocols))
+        if self.systems is not None:
+            object.__setattr__(self, "systems", tuple(str(s) for s in self.systems))
+        unknown = set(self.protocols) - set(PROTOCOLS)
+        if unknown or not self.protocols:
+            raise ValueError(f"protocols must be some of {PROTOCOLS}, not {list(self.protocols)}")
+        if self.top_k < 1 or self.n_users < 0:
+            raise ValueError("top_k must be positive and n_users >= 0 (0: every evaluation user)")
+        if self.template not in TEMPLATES:
+            raise ValueError(f"template must be one of {TEMPLATES}, not {self.template!r}")
+        if self.n_shots % 5:
+            raise ValueError("n_shots must be a multiple of 5 (the same number of examples for every score level)")
+
+
+@dataclass(frozen=True)
+class YourRecommendersData:
+    """The dataset, the fold of chapter 2's split (:func:`~recjudge_utils.splitting.export.temporal_fold`, what
+    ``export-split`` writes), the labelled pairs the serendipity judge's few-shot examples come from, and the systems'
+    lists."""
+
+    dataset: Dataset
+    fold: TemporalFold
+    examples: SerendipityPairs
+    lists: RecommendationLists
+
+    @property
+    def display_label(self) -> str:
+        """The dataset's label, marked ``[STAND-IN]`` when it is not the paper's data."""
+        return self.dataset.display_label
+
+    @classmethod
+    def split(cls, dataset: Dataset, fold: int) -> TemporalFold:
+        """The fold of chapter 2's temporal split (what ``export-split`` writes)."""
+        return temporal_fold(dataset, fold)
+
+
+def read_system_lists(
+    dataset: Dataset,
+    fold: TemporalFold,
+    source: str | Path | Sequence[str | Path] | None,
+    *,
+    top_k: int,
+    seen: Literal["keep", "drop"] = "keep",
+    allow_short: bool = False,
+) -> RecommendationLists:
+    """The systems' lists from ``source`` (a file, folder or glob; None: chapter 2's lists in this run's folder),
+    checked against the dataset's own ids and the fold's training items, before any judge call."""
+    if source is None:
+        source = book_lists_dir(fold.fold)
+        if not source.is_dir() or not any(source.glob("*.trec")):
+            raise FileNotFoundError(
+                f"no lists in {source}: run chapter 2 first (it writes its recommenders' lists there), or pass your "
+                "own with -p lists PATH"
+            )
+    return read_lists(
+        source,
+        top_k=top_k,
+        users=dataset.interactions["user"].unique(),
+        items=dataset.items["item"],
+        train=fold.train,
+        seen=seen,
+        allow_short=allow_short,
+    )
+
+
+def judged_users(fold: TemporalFold, lists: RecommendationLists, n_users: int, seed: int) -> list[int]:
+    """A seeded sample of ``n_users`` of the fold's evaluation users that have a list in every system (all of them
+    when ``n_users`` is 0): the same users for every protocol and every system."""
+    candidates = sorted({int(u) for u in fold.eval_users} & lists.users())
+    return sample_users(candidates, n_users, seed=[seed, fold.fold])
+
+
+def chosen_systems(lists: RecommendationLists, names: Sequence[str] | None) -> list[str]:
+    """The systems to judge, in the order read: ``names`` (every one read when None); an unknown name is refused
+    with the names read."""
+    read = list(lists.systems)
+    if names is None:
+        return read
+    unknown = [n for n in names if n not in lists.systems]
+    if unknown:
+        raise ValueError(f"systems {unknown} were not read; the systems read are {read}")
+    return [s for s in read if s in set(names)]
+
+
+def arena_comparisons(systems: Sequence[str], users: Sequence[int], arena_pairs: str) -> pd.DataFrame:
+    """One row per (user, x, y): every two systems, or every system against the baseline named by ``arena_pairs``
+    (x is the other system, y the baseline)."""
+    if arena_pairs == "all":
+        pairs = list(combinations(systems, 2))
+    elif arena_pairs in systems:
+        pairs = [(s, arena_pairs) for s in systems if s != arena_pairs]
+    else:
+        raise ValueError(f"arena_pairs must be 'all' or one of the systems {list(systems)}, not {arena_pairs!r}")
+    return pd.DataFrame([(u, x, y) for x, y in pairs for u in users], columns=["user", "x", "y"])
+
+
+def planned_calls(n_systems: int, n_users: int, top_k: int, arena_pairs: str, template: str = "cot") -> dict[str, int]:
+    """Judge calls per protocol before judging: serendipity at most one per (user, item, template stage) (lists that
+    share items cost less), Arena two orders per pair per user, SAER one per list."""
+    n_pairs = n_systems * (n_systems - 1) // 2 if arena_pairs == "all" else n_systems - 1
+    stages = 3 if template == "ltm" else 1
+    return {
+        "serendipity": n_systems * n_users * top_k * stages,
+        "arena": 2 * n_pairs * n_users,
+        "saer": n_systems * n_users,
+    }
+
+
+# ----------------------------------------------------------------------------------------------- the panel
+@dataclass(frozen=True)
+class Panel:
+    """What every protocol judges: the users, each system's top-k list for each of them, and the held-out truth."""
+
+    users: list[int]
+    systems: list[str]
+    lists: dict[str, dict[int, list[int]]]
+    hits: dict[str, dict[int, int]]  # held-out test positives in each list (the Arena / SAER truth)
+
+    def frame(self) -> pd.DataFrame:
+        """Long frame rs, user, rank, item (the shape of :func:`~recjudge_utils.metrics.serendipity_at_k.
+        per_user_metrics`)."""
+        rows = [(s, u, r, i) for s in self.systems for u in self.users for r, i in enumerate(self.lists[s][u], start=1)]
+        return pd.DataFrame(rows, columns=["rs", "user", "rank", "item"])
+
+
+def build_panel(data: YourRecommendersData, config: YourRecommendersConfig) -> Panel:
+    """Sample the users and cut every system's list for them to ``top_k``."""
+    users = judged_users(data.fold, data.lists, config.n_users, config.seed)
+    systems = chosen_systems(data.lists, config.systems)
+    lists = {s: {u: list(data.lists.systems[s].lists[u])[: config.top_k] for u in users} for s in systems}
+    positives = ground_truth(data.fold.test)
+    hits = {s: heldout_hits(lists[s], positives) for s in systems}
+    return Panel(users, systems, lists, hits)
+
+
+def offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig) -> dict[str, pd.DataFrame]:
+    """Precision, Recall and NDCG@k of every system for every evaluation user with a list in all systems
+    (users x systems), on the fold's test positives."""
+    users = sorted({int(u) for u in data.fold.eval_users} & data.lists.users())
+    truth = ground_truth(data.fold.test)
+    relevant = [truth.get(u, set()) for u in users]
+    n_rel = np.array([len(r) for r in relevant])
+    k = config.top_k
+    out: dict[str, dict[str, np.ndarray]] = {m: {} for m in OFFLINE}
+    for s in chosen_systems(data.lists, config.systems):
+        system = data.lists.systems[s]
+        recs = np.full((len(users), k), -1, dtype=np.int64)
+        for row, u in enumerate(users):
+            items = list(system.lists[u])[:k]
+            recs[row, : len(items)] = items
+        hits = hit_matrix(recs, relevant)
+        out["precision"][s] = precision_at_k(hits, k)
+        out["recall"][s] = recall_at_k(hits, n_rel, k)
+        out["ndcg"][s] = ndcg_at_k(hits, n_rel, k)
+    return {m: pd.DataFrame(cols, index=pd.Index(users, name="user")) for m, cols in out.items()}
+
+
+# ----------------------------------------------------------------------------------------------- protocols
+def _serendipity(
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
+    users x systems matrix of Avg.Score)."""
+    examples = select_few_shot_examples(
+        data.examples.pairs,
+        data.examples.items,
+        n_per_level=config.n_shots // 5,
+        exclude_users=panel.users,
+        seed=config.seed,
+    )
+    noun, nouns = ITEM_NOUNS.get(data.dataset.name, ("movie", "movies"))
+    scorer = SerendipityJudge(
+        judge, template=config.template, examples=examples, n_history=config.n_history, item_noun=noun, items_noun=nouns
+    )
+    recs = panel.frame()
+    pairs = recs[["user", "item"]].drop_duplicates().sort_values(["user", "item"]).reset_index(drop=True)
+    history = last_items(data.fold.train, config.n_history)
+    pairs["history"] = [history.get(int(u), []) for u in pairs["user"]]
+    inter = data.dataset.interactions
+    future = inter.loc[inter["timestamp"] > data.fold.train_end]
+    pairs = reevaluation_truth(pairs, future, data.dataset.items, history)
+    judged = scorer.score(pairs, data.dataset.items, desc="serendipity: judge")
+    per_user = per_user_metrics(recs, data.fold.test, judged, k=config.top_k)
+    matrix = per_user.pivot_table(index="user", columns="rs", values="avg", dropna=False)
+    return judged, per_user, matrix.reindex(index=panel.users, columns=panel.systems)
+
+
+def _arena(
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(one row per call; one row per duel with both orders and the adjudicated overall outcome for x; the users x
+    systems matrix of each system's share of points in its duels with that user)."""
+    context = ArenaContext(
+        data.dataset.items,
+        data.fold.train,
+        data.dataset.users,
+        n_history=config.n_history,
+        dataset=data.dataset.name,
+        item_noun=ITEM_NOUNS.get(data.dataset.name, ("movie", "movies"))[1],
+    )
+    duel = PairwiseJudge(judge, context, k=config.top_k)
+    comparisons = arena_comparisons(panel.systems, panel.users, config.arena_pairs)
+    evidence = {s: {u: float(h) for u, h in panel.hits[s].items()} for s in panel.systems}
+    raw = duel.judge(comparisons, panel.lists, both_orders=True, evidence=evidence)
+    duels = games(raw, [OVERALL]) if len(raw) else pd.DataFrame(columns=["user", "x", "y", OVERALL])
+    points: dict[tuple[int, str], list[float]] = {}
+    for u, x, y, outcome in zip(duels["user"], duels["x"], duels["y"], duels[OVERALL], strict=True):
+        if outcome not in POINTS:
+            continue  # an unparsed answer in either order leaves the duel without a verdict
+        points.setdefault((int(u), str(x)), []).append(POINTS[outcome])
+        points.setdefault((int(u), str(y)), []).append(1.0 - POINTS[outcome])
+    matrix = pd.DataFrame(np.nan, index=panel.users, columns=panel.systems)
+    for (u, s), values in points.items():
+        matrix.loc[u, s] = float(np.mean(values))
+    return raw, duels, matrix
+
+
+def _saer(
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per list: the label and the judgment; the users x systems matrix of labels on 0..2)."""
+    inter = data.dataset.interactions
+    visible = inter.loc[inter["timestamp"] <= data.fold.train_end]  # the context ends where training ends
+    catalogue = Catalogue.from_items(data.dataset.items)
+    domain = domain_for(data.dataset.name)
+    contexts = {u: build_context(visible, catalogue, u, domain, max_history=config.n_history) for u in panel.users}
+    labels = SaerPointwise(domain).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)
+    labels["level"] = labels["category"].map(SAER_LEVEL)
+    matrix = labels.pivot_table(index="user", columns="system", values="level", dropna=False)
+    return labels, matrix.reindex(index=panel.users, columns=panel.systems)
+
+
+# ----------------------------------------------------------------------------------------------- the run
+@dataclass(kw_only=True)
+class YourRecommendersRun(Run):
+    """The lists, the users, each protocol's judgments, every measure's users x systems matrix, and the
+    statistics across them."""
+
+    experiment: ClassVar[str] = "your_recommenders"
+
+    config: YourRecommendersConfig
+    lists_report: pd.DataFrame
+    panel: Panel
+    judgments: dict[str, pd.DataFrame]  # protocol -> one row per judge call (its status, raw answer, usage)
+    matrices: dict[str, pd.DataFrame]  # measure -> users x systems
+    summary: pd.DataFrame  # measure, system, mean, low, high, n
+    taus: pd.DataFrame  # a, b, tau, low, high, n_systems, n_users, n_boot
+    separation: pd.DataFrame  # measure, a, b, difference, low, high, separated
+    duels: pd.DataFrame  # one row per Arena duel (both orders and the adjudicated outcome)
+    serendipity_per_user: pd.DataFrame
+
+    @property
+    def measures(self) -> list[str]:
+        """The protocols judged here, then the offline metrics."""
+        return [*self.config.protocols, *OFFLINE]
+
+    def usage(self) -> pd.DataFrame:
+        """Per protocol: judgments, API calls (not answered from the cache), parsed, tokens and dollars spent."""
+        rows = []
+        for protocol, frame in self.judgments.items():
+            tokens = frame.get("prompt_tokens", pd.Series(dtype=float))
+            rows.append(
+                {
+                    "protocol": protocol,
+                    "judgments": len(frame),
+                    "api_calls": _api_calls(frame),
+                    "parsed": int((frame["status"] == "parsed").sum()),
+                    "prompt_tokens": int(tokens.sum()),
+                    "completion_tokens": int(frame.get("completion_tokens", pd.Series(dtype=float)).sum()),
+                    "usd": float(frame.get("cost_usd", pd.Series(dtype=float)).sum()),
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def results(self) -> list[Result]:
+        """Every measure's system means with CIs, every Kendall tau with its CI, and the judgments parsed."""
+        out = [
+            result(r.measure, r.mean, r.low, r.high, r.n, "95% bootstrap over users", system=str(r.system))
+            for r in self.summary.itertuples(index=False)
+        ]
+        out += [
+            result("kendall_tau", r.tau, r.low, r.high, r.n_users, "95% bootstrap over users", a=r.a, b=r.b)
+            for r in self.taus.itertuples(index=False)
+        ]
+        out += [
+            result("parsed", u.parsed, n=u.judgments, protocol=u.protocol) for u in self.usage().itertuples(index=False)
+        ]
+        return out
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """Per-item labels: serendipity scores per (user, item) and SAER labels per (user, system)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        sj = self.judgments.get("serendipity")
+        if sj is not None and len(sj):
+            out["scores"] = [
+                {"user": int(u), "item": int(i), "label": None if pd.isna(s) else int(s)}
+                for u, i, s in zip(sj["user"], sj["item"], sj["score"], strict=True)
+            ]
+        labels = self.judgments.get("saer")
+        if labels is not None and len(labels):
+            out["saer_labels"] = [
+                {"user": int(u), "system": str(s), "label": c}
+                for u, s, c in zip(labels["user"], labels["system"], labels["category"], strict=True)
+            ]
+        return out
+
+
+def _api_calls(frame: pd.DataFrame) -> int:
+    """Calls answered by the judge, not the cache: per judgment (``cache_hit``) or per chained item (``n_calls`` less
+    ``cache_hits``, the serendipity frame)."""
+    if "cache_hits" in frame and "n_calls" in frame:
+        return int((frame["n_calls"] - frame["cache_hits"]).sum())
+    return int((~frame["cache_hit"].astype(bool)).sum()) if "cache_hit" in frame else 0
+
+
+def statistics(
+    matrices: Mapping[str, pd.DataFrame], measures: Sequence[str], n_boot: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(system means with CIs per measure; Kendall tau between every two measures over the users they share;
+    the pairs each measure separates)."""
+    summary = []
+    separation = []
+    for m in measures:
+        means = system_means(matrices[m], n_boot=n_boot, seed=seed)
+        summary.append(means.assign(measure=m))
+        separation.append(separated_pairs(matrices[m], n_boot=n_boot, seed=seed).assign(measure=m))
+    taus = []
+    for a, b in combinations(measures, 2):
+        users = matrices[a].index.intersection(matrices[b].index)
+        systems = [s for s in matrices[a].columns if s in matrices[b].columns]
+        tau: Tau = kendall_tau(
+            matrices[a].loc[users, systems].to_numpy(dtype=float),
+            matrices[b].loc[users, systems].to_numpy(dtype=float),
+            n_boot=n_boot,
+            seed=seed,
+        )
+        taus.append({"a": a, "b": b, **tau.__dict__})
+    summary_frame = pd.concat(summary, ignore_index=True)[["measure", "system", "mean", "low", "high", "n"]]
+    sep = pd.concat(separation, ignore_index=True)
+    return summary_frame, pd.DataFrame(taus), sep[["measure", "a", "b", "difference", "low", "high", "separated"]]
+
+
+def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig | None = None) -> YourRecommendersRun:
+    """Judge the same users' lists of every system under each protocol, then compare the protocols' rankings with
+    each other and with the offline metrics."""
+    cfg = config or YourRecommendersConfig()
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    panel = build_panel(data, cfg)
+    offline = offline_matrices(data, cfg)
+    matrices: dict[str, pd.DataFrame] = {}
+    for m in OFFLINE:  # the offline metrics over the judged users, for the tau beside the protocols
+        matrices[m] = offline[m].reindex(index=panel.users)
+    timings["build panel"] = time.perf_counter() - t
+    judgments: dict[str, pd.DataFrame] = {}
+    duels = pd.DataFrame()
+    ser_per_user = pd.DataFrame()
+    if "serendipity" in cfg.protocols:
+        t = time.perf_counter()
+        judgments["serendipity"], ser_per_user, matrices["serendipity"] = _serendipity(judge, data, cfg, panel)
+        timings["judge serendipity"] = time.perf_counter() - t
+    if "arena" in cfg.protocols:
+        t = time.perf_counter()
+        judgments["arena"], duels, matrices["arena"] = _arena(judge, data, cfg, panel)
+        timings["judge arena"] = time.perf_counter() - t
+    if "saer" in cfg.protocols:
+        t = time.perf_counter()
+        judgments["saer"], matrices["saer"] = _saer(judge, data, cfg, panel)
+        timings["judge saer"] = time.perf_counter() - t
+    t = time.perf_counter()
+    measures = [*cfg.protocols, *OFFLINE]
+    summary, taus, separation = statistics(matrices, measures, cfg.n_boot, cfg.seed)
+    # the offline rows of the table are over every evaluation user with lists, not only the judged ones
+    offline_summary = pd.concat(
+        [system_means(offline[m], n_boot=cfg.n_boot, seed=cfg.seed).assign(measure=m) for m in OFFLINE],
+        ignore_index=True,
+    )
+    summary = pd.concat(
+        [summary.loc[~summary["measure"].isin(OFFLINE)], offline_summary[summary.columns]], ignore_index=True
+    )
+    timings["summarise"] = time.perf_counter() - t
+    return YourRecommendersRun(
+        config=cfg,
+        judge_name=judge.model_name,
+        data_label=data.display_label,
+        timings=timings,
+        lists_report=data.lists.report(),
+        panel=panel,
+        judgments=judgments,
+        matrices=matrices,
+        summary=summary,
+        taus=taus,
+        separation=separation,
+        duels=duels,
+        serendipity_per_user=ser_per_user,
+    )
+
+
+def true_ranking_agreement(
+    judged: YourRecommendersRun, perfect: YourRecommendersRun, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """For each protocol: Kendall tau of its ranking under ``judged`` (a noisy simulated judge) against the same
+    protocol under ``perfect`` (a simulated judge without error, the protocol's truth) and against Precision@k on
+    the held-out test split, over the same users; with bootstrap CIs."""
+    rows = []
+    for protocol in judged.config.protocols:
+        noisy = judged.matrices[protocol]
+        for reference, matrix in (
+            ("its own truth (perfect judge)", perfect.matrices[protocol]),
+            ("held-out Precision@k", judged.matrices["precision"]),
+        ):
+            tau = kendall_tau(
+                noisy.to_numpy(dtype=float),
+                matrix.reindex(index=noisy.index, columns=noisy.columns).to_numpy(dtype=float),
+                n_boot=n_boot,
+                seed=seed,
+            )
+            rows.append({"protocol": protocol, "against": reference, **tau.__dict__})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """The simulated judge's section: the same lists judged by a perfect simulated judge (each protocol's truth)
+    and by one with its profile's error model, over ``perfect.panel.users``."""
+
+    perfect: YourRecommendersRun
+    noisy: YourRecommendersRun
+    error_model: dict[str, float]
+    taus: pd.DataFrame  # protocol, against, tau, low, high, n_systems, n_users, n_boot
+
+
+def recovery(
+    data: YourRecommendersData,
+    config: YourRecommendersConfig,
+    n_users: int,
+    profile: str | Mapping[str, Any] = "sim",
+) -> Recovery:
+    """Judge ``n_users`` users' lists with a perfect simulated judge and with ``profile``'s error model (a simulated
+    profile; never an LLM), and measure how well each protocol's noisy ranking recovers the truth."""
+    from recjudge_utils.experiments.protocol_detection import sim_factory  # the simulated judges of chapter 5
+    from recjudge_utils.judge.profiles import load_profile
+
+    options = {k: float(v) for k, v in load_profile(profile).to_dict()["options"].items() if k != "seed"}
+    make = sim_factory(profile, run_name="07_your_recommenders/simulated")
+    cfg = replace(config, n_users=n_users, arena_pairs="all", systems=None)
+    with make() as perfect_judge:
+        perfect = run(perfect_judge, data, cfg)
+    with make(**options) as noisy_judge:
+        noisy = run(noisy_judge, data, cfg)
+    return Recovery(perfect, noisy, options, true_ranking_agreement(noisy, perfect, cfg.n_boot, cfg.seed))
+
+
+def cost_at_scale(
+    run_: YourRecommendersRun,
+    n_users: int,
+    n_systems: int | None = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+) -> pd.DataFrame:
+    """Per protocol: this run's judgments and mean tokens per judgment, and what ``n_users`` users (all systems,
+    every pair in the Arena) would take: judgments and tokens scaled from this run, dollars at each model's list
+    price in ``prices`` (model -> USD per 1M input / output tokens). An estimate: ``plan`` counts it exactly."""
+    systems = n_systems or len(run_.panel.systems)
+    here = run_.usage().set_index("protocol")
+    planned_here = planned_calls(
+        len(run_.panel.systems), len(run_.panel.users), run_.config.top_k, run_.config.arena_pairs, run_.config.template
+    )
+    planned_there = planned_calls(systems, n_users, run_.config.top_k, "all", run_.config.template)
+    rows = []
+    for protocol in run_.config.protocols:
+        if protocol not in here.index:
+            continue
+        u = here.loc[protocol]
+        n = max(int(u["judgments"]), 1)
+        # serendipity judges each distinct (user, item) once: keep this run's share of distinct pairs
+        factor = planned_there[protocol] / max(planned_here[protocol], 1)
+        judgments = round(int(u["judgments"]) * factor)
+        tokens_in = float(u["prompt_tokens"]) / n * judgments
+        tokens_out = float(u["completion_tokens"]) / n * judgments
+        row: dict[str, Any] = {
+            "protocol": protocol,
+            "judgments here": int(u["judgments"]),
+            "tokens in / judgment": float(u["prompt_tokens"]) / n,
+            "tokens out / judgment": float(u["completion_tokens"]) / n,
+            f"judgments, {n_users} users": judgments,
+        }
+        for model, price in (prices or {}).items():
+            row[f"US$ {model}"] = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def finite(x: float) -> bool:
+    """Whether ``x`` is a finite number (not None, NaN or infinite)."""
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,141 @@
+"""Do two measures rank systems alike? Kendall's tau between system rankings, with a bootstrap CI over users.
+
+Every measure here is a *users x systems* matrix of per-user values (a user's Avg.Score of a system's list, its
+share of points in the Arena duels, its SAER label on the 0-2 scale, its Precision@k on the test split), NaN where
+the user has no value for that system (an unparsed answer). A system's score is the mean over its users; a measure's
+ranking is the order of those means.
+
+* :func:`system_means`: the means, with a percentile bootstrap CI over users for each system;
+* :func:`kendall_tau`: tau-b between two measures' system means (``scipy.stats.kendalltau``), with a percentile
+  bootstrap CI that resamples *users* (the same users for both measures, so the CI holds what the two measures
+  share) and recomputes both rankings in every resample;
+* :func:`separated_pairs`: for every two systems, the paired bootstrap CI of their difference over the users both
+  have; a pair is *separated* by the measure when that CI excludes 0.
+
+The CI over users is the one a rerun with other users of the same population would vary by; it says nothing of how
+the systems were chosen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval
+from recjudge_utils.metrics.pairwise import paired_difference
+
+__all__ = ["Tau", "kendall_tau", "separated_pairs", "system_means"]
+
+
+@dataclass(frozen=True)
+class Tau:
+    """Kendall's tau-b between two system rankings, its bootstrap CI over users, and what it was computed from."""
+
+    tau: float
+    low: float
+    high: float
+    n_systems: int  # systems with a mean on both measures
+    n_users: int
+    n_boot: int  # resamples in which both rankings could be computed
+
+
+def _means(matrix: np.ndarray) -> np.ndarray:
+    counts = np.isfinite(matrix).sum(axis=0)
+    sums = np.where(np.isfinite(matrix), matrix, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a system without a value has mean NaN
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> float:
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 2 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
+        return math.nan  # a constant ranking has no order to agree with
+    return float(stats.kendalltau(a[ok], b[ok]).statistic)
+
+
+def system_means(
+    matrix: np.ndarray | pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95
+) -> pd.DataFrame:
+    """Per system (a column): mean over its users with a percentile bootstrap CI, and its number of users.
+
+    A system with one user gets no CI (a bootstrap over one user is a zero-width interval)."""
+    frame = matrix if isinstance(matrix, pd.DataFrame) else pd.DataFrame(matrix)
+    rows = []
+    for system in frame.columns:
+        values = frame[system].to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        if len(values) == 0:
+            rows.append({"system": system, "mean": math.nan, "low": math.nan, "high": math.nan, "n": 0})
+            continue
+        point, lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=seed, ci=ci)
+        if len(values) < 2:
+            lo = hi = math.nan
+        rows.append({"system": system, "mean": point, "low": lo, "high": hi, "n": len(values)})
+    return pd.DataFrame(rows, columns=["system", "mean", "low", "high", "n"])
+
+
+def kendall_tau(
+    a: np.ndarray | pd.DataFrame,
+    b: np.ndarray | pd.DataFrame,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> Tau:
+    """Kendall's tau-b between the system rankings of measures ``a`` and ``b`` (users x systems, rows and columns
+    aligned), with a percentile bootstrap CI over users.
+
+    The point estimate is ``scipy.stats.kendalltau`` of the two vectors of system means. Each resample draws users
+    with replacement (seeded), recomputes both vectors of means and their tau; resamples where a ranking is constant
+    or fewer than two systems have both means are left out (``Tau.n_boot`` counts those kept). NaN without two
+    systems, or when a ranking is constant.
+    """
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"kendall_tau needs two users x systems matrices of one shape, not {x.shape} and {y.shape}")
+    n_users = x.shape[0]
+    mean_x, mean_y = _means(x), _means(y)
+    point = _tau(mean_x, mean_y)
+    both = int((np.isfinite(mean_x) & np.isfinite(mean_y)).sum())
+    if n_users < 2 or not math.isfinite(point):
+        return Tau(point, math.nan, math.nan, both, n_users, 0)
+    # resample user indices, so both matrices keep the same users in every resample
+    _, taus = bootstrap_distribution(
+        np.arange(n_users), lambda rows: _tau(_means(x[rows]), _means(y[rows])), n_boot=n_boot, seed=seed
+    )
+    kept = taus[np.isfinite(taus)]
+    if len(kept) < 2:
+        return Tau(point, math.nan, math.nan, both, n_users, len(kept))
+    lo, hi = percentile_interval(kept, ci)
+    return Tau(point, lo, hi, both, n_users, len(kept))
+
+
+def separated_pairs(
+    matrix: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95, systems: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Every two systems (columns of ``matrix``, users x systems): the mean difference over the users both have,
+    its paired percentile bootstrap CI, and whether the CI excludes 0 (``separated``; False when no CI exists)."""
+    names = list(systems) if systems is not None else list(matrix.columns)
+    rows = []
+    for s, t in combinations(names, 2):
+        diff = paired_difference(
+            matrix[s].to_numpy(dtype=float), matrix[t].to_numpy(dtype=float), n_boot=n_boot, seed=seed, ci=ci
+        )
+        ok = math.isfinite(diff.low) and math.isfinite(diff.high)
+        rows.append(
+            {
+                "a": s,
+                "b": t,
+                "difference": diff.point,
+                "low": diff.low,
+                "high": diff.high,
+                "separated": bool(ok and (diff.low > 0 or diff.high < 0)),
+            }
+        )
+    return pd.DataFrame(rows, columns=["a", "b", "difference", "low", "high", "separated"])

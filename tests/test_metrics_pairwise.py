@@ -1,0 +1,48 @@
+"""Pairwise statistics' intervals (recjudge_utils.metrics.pairwise) against their references: the paired difference
+against ``scipy.stats.bootstrap`` (paired, percentile) on the same resamples, the win share against statsmodels'
+Wilson interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from recjudge_utils.metrics.pairwise import paired_difference, q_value, wtl_summary
+
+
+def test_paired_difference_is_scipys_paired_percentile_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.normal(0.6, 0.2, size=40)
+    b = a - rng.normal(0.1, 0.1, size=40)
+    res = paired_difference(a, b, n_boot=1000, seed=5)
+    reference = stats.bootstrap(
+        (a, b), lambda x, y: np.mean(x) - np.mean(y), paired=True, vectorized=False, n_resamples=1000,
+        method="percentile", rng=np.random.default_rng(5),
+    )  # fmt: skip
+    assert res.point == pytest.approx(a.mean() - b.mean())
+    assert (res.low, res.high) == pytest.approx(tuple(reference.confidence_interval), rel=0, abs=1e-12)
+    se = float(np.std(reference.bootstrap_distribution))
+    assert res.standardised == pytest.approx(abs(res.point) / se)
+    assert res.low > 0  # b is a minus a positive shift: the interval says so
+
+
+def test_paired_difference_drops_non_finite_pairs_and_needs_two() -> None:
+    a, b = np.array([1.0, 2.0, np.inf, 4.0]), np.array([0.5, np.nan, 1.0, 3.0])
+    assert paired_difference(a, b, n_boot=200).point == pytest.approx(0.75)  # pairs 1 and 4
+    short = paired_difference(np.array([1.0, np.nan]), np.array([0.0, 1.0]))
+    assert all(math.isnan(v) for v in (short.point, short.low, short.high, short.standardised))
+
+
+def test_wtl_summary_win_interval_is_wilson_and_q_is_counted() -> None:
+    outcomes = ["win"] * 11 + ["tie"] * 4 + ["lose"] * 5 + [None] * 2
+    row = wtl_summary(outcomes, n_boot=500)
+    assert (row["n"], row["n_unjudged"]) == (20, 2)
+    assert (row["win"], row["tie"], row["lose"]) == pytest.approx((55.0, 20.0, 25.0))
+    low, high = proportion_confint(11, 20, alpha=0.05, method="wilson")
+    assert (row["win_lo"], row["win_hi"]) == pytest.approx((100 * low, 100 * high))
+    assert row["Q"] == q_value(11, 4, 5) == pytest.approx(15 / 9)
+    assert row["Q_lo"] < row["Q"] < row["Q_hi"]
