@@ -29,7 +29,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
-from recjudge_utils.judge.client import JudgeClient, JudgeRequest  # noqa: E402
+from recjudge_utils.judge.client import JudgeRequest  # noqa: E402
+from recjudge_utils.judge.profiles import client_for  # noqa: E402
 
 MOVIES = [
     "Toy Story (1995)",
@@ -131,7 +132,7 @@ def timed(fn) -> tuple[float, object]:
 def bench_concurrency(tmp: Path, m: int, rows: list) -> None:
     # ---------------------------------------------------------------- (c) 16 in flight vs sequential
     with FakeOpenAIServer(latency=0.2) as srv:
-        with JudgeClient(
+        with client_for(
             model="fake-model",
             base_url=srv.base_url,
             run_dir=tmp / "c1",
@@ -140,7 +141,7 @@ def bench_concurrency(tmp: Path, m: int, rows: list) -> None:
             progress=False,
         ) as c1:
             seq, _ = timed(lambda: c1.judge_many([short_request(i) for i in range(m)]))
-        with JudgeClient(
+        with client_for(
             model="fake-model",
             base_url=srv.base_url,
             run_dir=tmp / "c16",
@@ -176,7 +177,7 @@ def main() -> None:
         return
     # ---------------------------------------------------------------- (a) cached rerun vs cold
     # logprobs=True: the server runs with logits_all (needed for the logprobs arm, as notebooks asking for them)
-    with JudgeClient(run_dir=tmp / "a", cache_path=tmp / "a.sqlite", progress=False, logprobs=True) as client:
+    with client_for(run_dir=tmp / "a", cache_path=tmp / "a.sqlite", progress=False, logprobs=True) as client:
         log_path = client.local_server.log_path
         reqs = [short_request(i) for i in range(args.n_cached)]
         client.judge_many(reqs[:1])  # warm the server (model load, first-call overheads) outside the timing

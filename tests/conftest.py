@@ -112,12 +112,8 @@ def scripted_judge(tmp_path: Path) -> Iterator[Callable[..., ScriptedJudge]]:
     def make(answer: Answer, model: str = "scripted", **options: object) -> ScriptedJudge:
         options.setdefault("progress", False)
         options.setdefault("run_dir", tmp_path / f"run-{model}")
-        client = ScriptedJudge(
-            model=model,
-            backend="scripted",
-            backend_options={"answer": answer},
-            **options,  # type: ignore[arg-type]
-        )
+        backend = ScriptedBackend(model=model, answer=answer, offline=bool(options.get("offline", False)))
+        client = ScriptedJudge(backend, name=model, **options)  # type: ignore[arg-type]
         made.append(client)
         return client
 

@@ -6,7 +6,7 @@ Tests start it on 127.0.0.1 (port 0) in a thread and point a ``JudgeClient`` at 
     from fake_openai_server import FakeOpenAIServer, Reply
 
     with FakeOpenAIServer(script=['{"score": 4}', Reply(status=429, headers={"Retry-After": "0.1"})]) as srv:
-        client = JudgeClient(model="fake-model", base_url=srv.base_url, ...)
+        client = client_for(model="fake-model", base_url=srv.base_url, ...)
         ...
         assert len(srv.requests) == 2
 

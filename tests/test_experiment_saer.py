@@ -18,7 +18,7 @@ from test_protocol_saer import _toy_items, paper_table
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import saer
 from recjudge_utils.experiments.saer import SaerConfig, sample_customers
-from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.protocols.context.saer import Catalogue
 from recjudge_utils.protocols.saer import few_shot_answers, load_template
@@ -334,7 +334,7 @@ def test_an_llm_run_sees_the_whole_history_and_only_a_simulated_run_holds_out_th
         # recommenders trained on the last interactions too: they are seen, so never recommended back
         assert not set(last["item"]) & set(llm.panel.lists["co-occurrence"][u])
 
-    sim = JudgeClient(model="sim", backend="sim", run_dir=tmp_path / "sim", progress=False)
+    sim = client_for(model="sim", backend="sim", run_dir=tmp_path / "sim", progress=False)
     try:
         simulated = saer.run(sim, ds, cfg)
     finally:

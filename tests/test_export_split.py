@@ -180,8 +180,8 @@ def test_readme_names_the_fold_the_slices_and_the_evaluation_users(tmp_path: Pat
     assert "| test | 8 | 1997-11-22 | 1997-11-22 | 880183400 | 880202000 | 112 | 62 | 51 |" in readme
     assert "default 3; `-p n_users 0` judges them all; seed 0" in readme
     lists = split.folder / "lists"
-    assert f"python -m recjudge_utils.book run --only 07 -p lists {lists}/ --judge gpt-4o-mini" in readme
-    assert f"papermill notebooks/07_your_recommenders.ipynb out.ipynb -p lists {lists}/" in readme
+    assert "python -m recjudge_utils.book run --run mine --only 07 --judge gpt-4o-mini \\\n" in readme
+    assert readme.count(f"    -p lists {lists}/ -p dataset ml-100k -p fold 1\n") == 2
     assert "user Q0 item rank score tag" in readme
 
 

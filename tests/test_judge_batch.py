@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils.judge.backends.batch import BatchBackend
-from recjudge_utils.judge.client import JudgeClient, JudgeRequest
+from recjudge_utils.judge.client import JudgeRequest
+from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.judge.transport import RetryPolicy
 
 SENTINEL = "sk-SENTINEL-batch-55aa"
@@ -44,7 +45,7 @@ def client_factory(tmp_path, monkeypatch):
     made = []
 
     def make(srv, run="b", backend="openai", **options):
-        c = JudgeClient(
+        c = client_for(
             model="gpt-4o-mini",
             base_url=srv.base_url,
             backend=backend,

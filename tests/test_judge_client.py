@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils.answer_formats.parsing import ParseError
-from recjudge_utils.judge.client import JudgeClient, JudgeError, JudgeRequest, JudgeResult
+from recjudge_utils.judge.client import JudgeError, JudgeRequest, JudgeResult
+from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.judge.transport import RetryPolicy
 
 SENTINEL = "sk-SENTINEL-do-not-write-7f3a9c"
@@ -45,7 +46,7 @@ def make_client(tmp_path, monkeypatch):
         kw.setdefault("progress", False)
         kw.setdefault("run_name", "t")
         kw.setdefault("model", "gpt-4o-mini")
-        c = JudgeClient(base_url=srv.base_url, **kw)
+        c = client_for(base_url=srv.base_url, **kw)
         clients.append(c)
         return c
 
@@ -353,7 +354,7 @@ def test_api_key_never_reaches_any_file(make_client, tmp_path):
 def test_missing_key_for_remote_endpoint_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.delenv("MY_JUDGE_KEY", raising=False)
     with pytest.raises(RuntimeError, match="MY_JUDGE_KEY"):
-        JudgeClient(model="gpt-4o", base_url="https://example.invalid/v1", api_key_env="MY_JUDGE_KEY", run_dir=tmp_path)
+        client_for(model="gpt-4o", base_url="https://example.invalid/v1", api_key_env="MY_JUDGE_KEY", run_dir=tmp_path)
 
 
 def test_model_name_and_context_manager(make_client):

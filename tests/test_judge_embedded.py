@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recjudge_utils.judge.client import JudgeClient, JudgeRequest
+from recjudge_utils.judge.client import JudgeRequest
+from recjudge_utils.judge.profiles import client_for
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,7 +44,7 @@ def test_embedded_model_end_to_end(tmp_path, monkeypatch):
         label_options=("1", "2", "3", "4", "5"),
         label_field="score",
     )
-    with JudgeClient(run_name="local", progress=False, logprobs=True) as client:
+    with client_for(run_name="local", progress=False, logprobs=True) as client:
         assert "SmolLM2" in client.model_name and client.max_concurrency == 1
         assert client.endpoint_id.startswith("local:SmolLM2-135M-Instruct.Q4_1.gguf:")
         r = client.judge(request)

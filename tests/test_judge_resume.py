@@ -19,7 +19,8 @@ N = 40
 WORKER = textwrap.dedent(
     """
     import sys
-    from recjudge_utils.judge.client import JudgeClient, JudgeRequest
+    from recjudge_utils.judge.client import JudgeRequest
+    from recjudge_utils.judge.profiles import client_for
 
     base_url, cache_path, run_dir, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     reqs = [
@@ -30,7 +31,7 @@ WORKER = textwrap.dedent(
         )
         for i in range(n)
     ]
-    with JudgeClient(model="fake-model", base_url=base_url, cache_path=cache_path, run_dir=run_dir,
+    with client_for(model="fake-model", base_url=base_url, cache_path=cache_path, run_dir=run_dir,
                      max_concurrency=2, progress=False) as client:
         results = client.judge_many(reqs)
     print("DONE", sum(r.status == "parsed" for r in results), sum(r.cache_hit for r in results), flush=True)

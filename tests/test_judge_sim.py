@@ -15,6 +15,7 @@ from recjudge_utils.answer_formats.saer_fields import parse_pairwise, parse_poin
 from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.judge.backends.sim import SimParameters, SimulatedJudge, simulated_answer
 from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.metrics.agreement import weighted_kappa
 from recjudge_utils.metrics.pairwise import q_value, wtl_summary
 from recjudge_utils.protocols.adversarial import adversarial_outcome
@@ -28,7 +29,7 @@ from recjudge_utils.protocols.truth import list_label_truth
 
 
 def sim(tmp_path, **params) -> JudgeClient:
-    return JudgeClient(model="sim", backend="sim", backend_options=params, run_dir=tmp_path / "sim", progress=False)
+    return client_for(model="sim", backend="sim", backend_options=params, run_dir=tmp_path / "sim", progress=False)
 
 
 def items(n: int = 40) -> pd.DataFrame:
@@ -153,7 +154,7 @@ def test_same_seed_same_answers_other_seed_other_answers(tmp_path):
 def test_an_offline_replay_recomputes_sim_answers_but_not_model_answers(tmp_path, scripted_judge):
     p = pairs(20)
     online = SerendipityJudge(sim(tmp_path / "on", noise=1.0, seed=3), template="base").score(p, items())
-    offline_client = JudgeClient(
+    offline_client = client_for(
         model="sim", backend="sim", backend_options={"noise": 1.0, "seed": 3}, offline=True,
         cache_path=tmp_path / "empty.sqlite", run_dir=tmp_path / "off", progress=False,
     )  # fmt: skip

@@ -1,5 +1,5 @@
 """Every chapter teaches: learning goals at the top, takeaways computed from the run at the end, a citation, and
-(chapters 1-5) exercises with hidden solutions; the callout cells show their output, not their code."""
+(chapters 1-5 and 7) exercises with hidden solutions; the callout cells show their output, not their code."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("0[0-6]_*.ipynb"))
-WITH_EXERCISES = ("01", "02", "03", "04", "05")
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("0[0-7]_*.ipynb"))
+WITH_EXERCISES = ("01", "02", "03", "04", "05", "07")
 CALLOUT = re.compile(r"\b(learning_goals|takeaways|exercise)\(")
 
 

@@ -14,6 +14,7 @@ import pytest
 from conftest import with_label_probs
 
 from recjudge_utils.answer_formats.parsing import ParseError
+from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.protocols import few_shot
 from recjudge_utils.protocols import pointwise_score as sj
 from recjudge_utils.protocols.context.serendipity import format_item, item_texts
@@ -411,8 +412,6 @@ def test_ltm_through_the_real_client_and_fake_server(tmp_path, monkeypatch):
     """End to end over HTTP: JudgeClient + fake chat-completions server; logprob expected score; cache reuse."""
     from fake_openai_server import FakeOpenAIServer, Reply
 
-    from recjudge_utils.judge.client import JudgeClient
-
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
     def script(body, n):
@@ -426,13 +425,13 @@ def test_ltm_through_the_real_client_and_fake_server(tmp_path, monkeypatch):
     pairs, items = make_pairs(n_users=2, per_user=2), make_items()
     with FakeOpenAIServer(script=script) as srv:
         kw = {"run_dir": tmp_path / "run", "cache_path": tmp_path / "cache.sqlite", "progress": False}
-        with JudgeClient(model="fake-model", base_url=srv.base_url, **kw) as client:
+        with client_for(model="fake-model", base_url=srv.base_url, **kw) as client:
             out = sj.SerendipityJudge(client, template="ltm").score(pairs, items)
             usage = client.usage_summary()
         assert len(srv.requests) == 3 * len(pairs)
         stage3 = [r for r in srv.requests if "Step 2 unexpectedness score: 5" in r["messages"][-1]["content"]]
         assert len(stage3) == len(pairs)
-        with JudgeClient(model="fake-model", base_url=srv.base_url, **kw) as client:
+        with client_for(model="fake-model", base_url=srv.base_url, **kw) as client:
             again = sj.SerendipityJudge(client, template="ltm").score(pairs, items)
         assert len(srv.requests) == 3 * len(pairs)  # all from the cache
     assert (out["status"] == "parsed").all() and (out["score"] == 4).all()

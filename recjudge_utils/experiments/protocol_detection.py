@@ -192,6 +192,10 @@ class Separation:
     n80_simulated: float
     n80_statsmodels: float
 
+    def power_curve(self, nobs: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+        """statsmodels' power of the paired t-test at this effect size, for each number of judged pairs."""
+        return np.asarray(TTestPower().power(effect_size=self.effect_size, nobs=nobs, alpha=alpha), dtype=float)
+
 
 def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> Separation:
     """Judged pairs needed to separate two sim templates with the paper's CoT and LtM MAEs (paired t-test, 5%)."""

@@ -1,10 +1,10 @@
 """The one judge client every LLM call in recjudge goes through.
 
-``JudgeClient(model="local")`` (the default) talks to the embedded SmolLM2-135M-Instruct server;
-``JudgeClient(model="gpt-4o-mini")`` to OpenAI; ``JudgeClient(model=..., base_url="http://host:8000/v1")`` to any
-OpenAI-compatible server; :func:`recjudge_utils.judge.profiles.open_judge` to whatever a judge profile names
-(including the Batch API and the simulated judge). Who answers is a backend (:mod:`recjudge_utils.judge.backends`);
-what every call gets is the client's job:
+A judge profile makes it (:func:`recjudge_utils.judge.profiles.open_judge`, or
+:func:`~recjudge_utils.judge.profiles.client_for` with a model name: ``client_for()`` is the embedded
+SmolLM2-135M-Instruct server, ``client_for("gpt-4o-mini")`` OpenAI, ``client_for(model, base_url=...)`` any
+OpenAI-compatible server), over the backend the profile names (the Batch API and the simulated judge included).
+Who answers is a backend (:mod:`recjudge_utils.judge.backends`); what every call gets is the client's job:
 
 * a persistent SQLite cache (:mod:`recjudge_utils.judge.cache`): a rerun of the same work makes zero calls,
   identical requests in one batch are asked once, and every answer is committed as soon as it arrives, so a
@@ -68,20 +68,14 @@ def _sent_budget(plan: Plan) -> int | None:
 
 
 class JudgeClient:
-    """Cached, retrying, accounted judge client over a registered backend.
+    """Cached, retrying, accounted judge client over one backend.
+
+    The client knows backends, not profiles: a judge profile builds its backend and its client
+    (:meth:`recjudge_utils.judge.profiles.JudgeProfile.client`; :func:`recjudge_utils.judge.profiles.client_for` from a
+    model name and endpoint alone).
 
     Args:
-        model: ``"local"`` (embedded SmolLM2-135M-Instruct via llama.cpp) or the model name at ``base_url``.
-        base_url: OpenAI-compatible endpoint; None means OpenAI itself (must be None for ``"local"``).
-        backend: registry name (``openai``, ``embedded``, ``batch``, ``sim``) or a constructed :class:`Backend`;
-            default ``embedded`` for ``model="local"`` and ``openai`` otherwise. A name is built through the judge
-            profile of that backend (:mod:`recjudge_utils.judge.profiles`), from ``model``, ``base_url`` and the
-            profile fields below that are given (None: the profile's default).
-        backend_options: extra keyword options of the backend (e.g. ``server_options`` of the embedded one,
-            ``poll_interval`` of the Batch one, the simulated judge's error model).
-        api_key_env, max_concurrency, timeout, json_mode, logprobs, generation: the judge profile's fields of the
-            same names (``logprobs="auto"`` asks for top-20 logprobs when a request has ``label_options`` on remote
-            endpoints but not on the embedded model, where they make few-shot calls ~3x slower: pass True there).
+        backend: the constructed :class:`Backend` that answers (``openai``, ``embedded``, ``batch``, ``sim``, ...).
         run_name: JSONL logs go to ``current_run_dir()/<run_name>/`` (``runs/default/<run_name>`` outside the book
             runner); ``run_dir`` overrides the folder.
         cache_path: SQLite cache file (default ``runs_dir()/cache.sqlite``, shared by all notebooks).
@@ -90,50 +84,29 @@ class JudgeClient:
         repair: one extra call asking for bare JSON when an answer is unparseable (the profile's ``repair``).
         progress: tqdm bars on batches.
         offline: answer only from the cache (an offline replay): a miss is an error and no call is made.
+        name: the judge profile's name (what the manifest and the runs' tables call this judge).
     """
 
     def __init__(
         self,
-        model: str = "local",
-        base_url: str | None = None,
+        backend: Backend,
         *,
-        backend: str | Backend | None = None,
-        backend_options: Mapping[str, Any] | None = None,
         run_name: str | None = None,
         run_dir: str | Path | None = None,
         cache_path: str | Path | None = None,
-        api_key_env: str | None = None,
-        max_concurrency: int | None = None,
-        timeout: float | None = None,
-        json_mode: str | None = None,
-        logprobs: bool | str | None = None,
-        generation: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         pricing: Mapping[str, Any] | str | Path | None = None,
         repair: bool = False,
         progress: bool = True,
         offline: bool = False,
+        name: str | None = None,
     ) -> None:
-        if isinstance(backend, Backend):
-            self.backend = backend
-        else:
-            # not at module level: the profiles module is also run as a script (python -m ...profiles), and the
-            # package imports this module first
-            from recjudge_utils.judge.profiles import load_profile
-
-            fields = {
-                "backend": backend or ("embedded" if model == "local" else "openai"),
-                "model": model,
-                "base_url": base_url,
-                "api_key_env": api_key_env,
-                "max_concurrency": max_concurrency,
-                "timeout": timeout,
-                "json_mode": json_mode,
-                "logprobs": logprobs,
-                "generation": generation,
-            }
-            profile = load_profile({k: v for k, v in fields.items() if v is not None})
-            self.backend = profile.create_backend(offline=offline, **(backend_options or {}))
+        if not isinstance(backend, Backend):
+            raise TypeError(
+                f"JudgeClient needs a constructed Backend, not {backend!r}: open a judge with "
+                "recjudge_utils.judge.profiles.open_judge(profile) or client_for(model=..., base_url=...)"
+            )
+        self.backend = backend
         self.policy = retry or RetryPolicy()
         self.repair = bool(repair)
         self.progress = bool(progress)
@@ -144,7 +117,7 @@ class JudgeClient:
         self.log = JudgmentLog(self.run_dir, self.backend.scrub)
         self.backend.bind(self.run_dir, self.run_name, self.progress)
         self.cache = JudgeCache(cache_path if cache_path is not None else runs_dir() / "cache.sqlite")
-        self.profile_name = model  # the judge profile's name when opened from a profile
+        self.profile_name = name or backend.model_name
         self._closed = False
 
     # ------------------------------------------------------------------ identity
@@ -162,6 +135,11 @@ class JudgeClient:
     def api_model(self) -> str:
         """The model id sent to the endpoint."""
         return self.backend.api_model
+
+    @property
+    def list_price(self) -> dict[str, float] | None:
+        """This judge's list price, USD per 1M input and output tokens (None when the price table has none)."""
+        return self.prices.price(self.backend.price_model)
 
     @property
     def max_concurrency(self) -> int:

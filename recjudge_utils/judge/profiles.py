@@ -57,11 +57,12 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from recjudge_utils.judge.backends import backend_names, create_backend
+from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.paths import ensure_run_dir, project_root
 
-if TYPE_CHECKING:  # the client builds its backend through a profile: import the client where it is built
+if TYPE_CHECKING:
     from recjudge_utils.judge.backends.base import Backend
-    from recjudge_utils.judge.client import JudgeClient
 
 __all__ = [
     "BatchProfile",
@@ -72,6 +73,7 @@ __all__ = [
     "OpenAIProfile",
     "ProfileError",
     "SimProfile",
+    "client_for",
     "load_profile",
     "open_judge",
     "profile_dir",
@@ -234,23 +236,21 @@ class JudgeProfile(_Strict):
         """The profile's backend (``extra``: keyword options beyond the profile's, e.g. the sim's error model)."""
         return create_backend(self.backend, **{**self.backend_options(offline=offline), **extra})
 
-    def client(self, offline: bool = False, **overrides: Any) -> JudgeClient:
-        """A :class:`~recjudge_utils.judge.client.JudgeClient` for this profile (``offline``: cache only)."""
-        from recjudge_utils.judge.client import JudgeClient
-        from recjudge_utils.judge.transport import RetryPolicy
-
+    def client(
+        self, offline: bool = False, backend_options: Mapping[str, Any] | None = None, **overrides: Any
+    ) -> JudgeClient:
+        """The one way a profile becomes a :class:`~recjudge_utils.judge.client.JudgeClient` (``offline``: cache
+        only; ``backend_options``: the backend's keyword options beyond the profile's; ``overrides``: the client's)."""
         pricing = {self.model_for_prices(): dict(self.prices)} if self.prices is not None else None
-        backend = self.create_backend(offline=offline)
         kwargs: dict[str, Any] = {
             "retry": RetryPolicy(max_retries=self.retries),
             "pricing": pricing,
             "offline": offline,
             "repair": self.repair,
+            "name": self.name,
         }
         kwargs.update(overrides)
-        client = JudgeClient(backend=backend, **kwargs)
-        client.profile_name = self.name
-        return client
+        return JudgeClient(self.create_backend(offline=offline, **(backend_options or {})), **kwargs)
 
 
 class _OpenAIProtocol(JudgeProfile):
@@ -480,15 +480,50 @@ def open_judge(
         profile.check()  # before a run folder is made: a missing key leaves nothing behind
     ensure_run_dir(run=run, judge=profile.to_dict(), notebook=client_options.get("run_name"))
     if planning:
-        from recjudge_utils.judge.client import JudgeClient
         from recjudge_utils.judge.planning import PlanBackend
 
         inner = profile.create_backend(offline=True)
         plan_cache = Path(os.environ["RECJUDGE_PLAN"]) / "plan-answers.sqlite"
-        client = JudgeClient(backend=PlanBackend(inner), cache_path=plan_cache, **client_options)
-        client.profile_name = profile.name
-        return client
+        return JudgeClient(PlanBackend(inner), cache_path=plan_cache, name=profile.name, **client_options)
     return profile.client(offline=offline, **client_options)
+
+
+def client_for(
+    model: str = "local",
+    base_url: str | None = None,
+    *,
+    backend: str | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+    api_key_env: str | None = None,
+    max_concurrency: int | None = None,
+    timeout: float | None = None,
+    json_mode: str | None = None,
+    logprobs: bool | str | None = None,
+    generation: Mapping[str, Any] | None = None,
+    offline: bool = False,
+    **client_options: Any,
+) -> JudgeClient:
+    """A client from a model name alone, through the profile those fields make: ``"local"`` (the embedded
+    SmolLM2-135M-Instruct) or the model at ``base_url`` (OpenAI itself when None). ``backend`` is a registry name
+    (default ``embedded`` for ``"local"``, else ``openai``); the other fields are the profile's of the same names
+    (None: the profile's default); ``client_options`` are the client's (run_dir, cache_path, retry, progress, ...)."""
+    fields = {
+        "backend": backend or ("embedded" if model == "local" else "openai"),
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "max_concurrency": max_concurrency,
+        "timeout": timeout,
+        "json_mode": json_mode,
+        "logprobs": logprobs,
+        "generation": generation,
+    }
+    profile = load_profile({k: v for k, v in fields.items() if v is not None})
+    client_options.setdefault("name", model)
+    client_options.setdefault("retry", RetryPolicy())
+    client_options.setdefault("pricing", None)
+    client_options.setdefault("repair", False)
+    return profile.client(offline=offline, backend_options=backend_options, **client_options)
 
 
 def _main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,6 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
-from statsmodels.stats.power import TTestPower
 
 from recjudge_utils.experiments.protocol_detection import (
     PAPER_MAES,
@@ -278,7 +277,7 @@ def separation_figure(sep: Separation) -> Figure:
     grid = np.geomspace(t["n"].min(), max(t["n"].max(), PAPER_PAIRS), 80)
     ax.plot(
         grid,
-        TTestPower().power(effect_size=sep.effect_size, nobs=grid, alpha=0.05),
+        sep.power_curve(grid),
         **_TRUTH_STYLE,
         label=f"statsmodels TTestPower (d = {sep.effect_size:.2f})",
     )

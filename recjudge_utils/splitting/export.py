@@ -117,6 +117,19 @@ def temporal_fold(
     )
 
 
+@dataclass(frozen=True)
+class _Export:
+    """What the files of one export are written from: the folder's final name and path, the data and the split."""
+
+    name: str
+    dataset: Dataset
+    fold: int
+    frames: dict[str, pd.DataFrame]
+    eval_users: np.ndarray
+    facts: _Slices
+    final: Path
+
+
 def valid_folds(n_slices: int = 10, train_slices: int = 6) -> range:
     """The folds the temporal split has: fold ``f`` needs slices ``f .. f + train_slices + 1``."""
     return range(max(0, n_slices - train_slices - 1))
@@ -167,7 +180,7 @@ def export_split(
     staging = _sibling(folder, "export")
     staging.mkdir()
     try:
-        written = _write_all(staging, folder.name, dataset, fold, frames, eval_users, facts, folder)
+        written = _write_all(staging, _Export(folder.name, dataset, fold, frames, eval_users, facts, folder))
         _move_into_place(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -234,17 +247,9 @@ def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------------- the files
 
 
-def _write_all(
-    staging: Path,
-    name: str,
-    dataset: Dataset,
-    fold: int,
-    frames: dict[str, pd.DataFrame],
-    eval_users: np.ndarray,
-    facts: _Slices,
-    final: Path,
-) -> list[Path]:
+def _write_all(staging: Path, export: _Export) -> list[Path]:
     """Every file of the export, written into ``staging``; returns their paths in the order they were written."""
+    frames, name = export.frames, export.name
     paths = [staging / f"{split}.csv" for split in SPLITS]
     for split, path in zip(SPLITS, paths, strict=True):
         _write_csv(frames[split], path)
@@ -252,11 +257,11 @@ def _write_all(
         paths.append(staging / f"{name}.{split}.inter")
         _write_inter(frames[split], paths[-1])
     paths.append(staging / "items.csv")
-    _write_items(dataset, paths[-1])
+    _write_items(export.dataset, paths[-1])
     paths.append(staging / "eval_users.txt")
-    _write_users(eval_users, paths[-1])
+    _write_users(export.eval_users, paths[-1])
     paths.append(staging / "README.md")
-    _write_readme(paths[-1], name, dataset, fold, frames, eval_users, facts, final)
+    _write_readme(paths[-1], export)
     (staging / LISTS_FOLDER).mkdir()
     return paths
 
@@ -322,16 +327,10 @@ def _date(ts: int) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d")
 
 
-def _readme(
-    name: str,
-    dataset: Dataset,
-    fold: int,
-    frames: dict[str, pd.DataFrame],
-    eval_users: np.ndarray,
-    facts: _Slices,
-    final: Path,
-) -> str:
+def _readme(export: _Export) -> str:
     """The folder's README: the split, the files, RecBole's config, and what chapter 7 needs back."""
+    name, dataset, fold, frames = export.name, export.dataset, export.fold, export.frames
+    eval_users, facts, final = export.eval_users, export.facts, export.final
     rows = []
     for split in SPLITS:
         frame, (first, last), span = frames[split], facts.slices[split], facts.spans[split]
@@ -454,14 +453,5 @@ papermill notebooks/07_your_recommenders.ipynb out.ipynb \\
 """
 
 
-def _write_readme(
-    path: Path,
-    name: str,
-    dataset: Dataset,
-    fold: int,
-    frames: dict[str, pd.DataFrame],
-    eval_users: np.ndarray,
-    facts: _Slices,
-    final: Path,
-) -> None:
-    path.write_text(_readme(name, dataset, fold, frames, eval_users, facts, final), encoding="utf-8")
+def _write_readme(path: Path, export: _Export) -> None:
+    path.write_text(_readme(export), encoding="utf-8")

@@ -1,0 +1,288 @@
+"""Chapter 7: lists from files, three protocols on the same users, the agreement between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
+from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.experiments import your_recommenders as ours
+from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.profiles import load_profile
+from recjudge_utils.judge.types import JudgeRequest, JudgeResult
+from recjudge_utils.lists import ListFormatError, write_trec_runs
+from recjudge_utils.protocols.truth import list_label_truth
+
+N_USERS, N_ITEMS, K = 40, 30, 5
+
+
+def toy_dataset() -> Dataset:
+    rng = np.random.default_rng(0)
+    n = 1400
+    inter = pd.DataFrame(
+        {
+            "user": rng.integers(0, N_USERS, n),
+            "item": rng.integers(0, N_ITEMS, n),
+            "rating": rng.choice([2.0, 4.0, 5.0], n),
+            "timestamp": 880_000_000 + 3600 * rng.permutation(n),
+        }
+    ).drop_duplicates(["user", "item"])
+    genres = ["Drama", "Comedy", "Action", "Horror", "Romance"]
+    items = pd.DataFrame(
+        {
+            "item": range(N_ITEMS + 1000),
+            "title": [f"Movie {i}" for i in range(N_ITEMS + 1000)],
+            "genres": [[genres[i % 5], genres[(i * 3) % 5]] for i in range(N_ITEMS + 1000)],
+        }
+    )
+    users = pd.DataFrame({"user": range(N_USERS), "age": 30, "gender": "F", "occupation": "writer"})
+    return Dataset("toy", inter.reset_index(drop=True), items.iloc[:N_ITEMS], users, "toy", False, "test")
+
+
+def toy_examples(items: pd.DataFrame) -> SerendipityPairs:
+    """Labelled pairs from users 1000+ (never judged), two per level."""
+    rows = [{"user": 1000 + k, "item": k, "g": k % 5 + 1, "history": [1, 2, 3]} for k in range(10)]
+    return SerendipityPairs(pd.DataFrame(rows), items, "toy pairs", False, "test")
+
+
+def toy_lists(dataset: Dataset, fold: Any) -> pd.DataFrame:
+    """Three systems' top-K for every evaluation user (training items excluded): popular first, by id, by a hash."""
+    seen = fold.train.groupby("user")["item"].agg(set).to_dict()
+    popularity = fold.train["item"].value_counts()
+    orders: dict[str, list[int]] = {
+        "popular": [int(i) for i in popularity.index] + [i for i in range(N_ITEMS) if i not in popularity.index],
+        "by_id": list(range(N_ITEMS)),
+        "hashed": sorted(range(N_ITEMS), key=lambda i: (i * 7919) % 31),
+    }
+    rows = []
+    for system, order in orders.items():
+        for u in fold.eval_users:
+            items = [i for i in order if i not in seen.get(int(u), set())][:K]
+            rows += [(system, int(u), r, i) for r, i in enumerate(items, start=1)]
+    return pd.DataFrame(rows, columns=["system", "user", "rank", "item"])
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    ds = toy_dataset()
+    fold = ours.YourRecommendersData.split(ds, 0)
+    frame = toy_lists(ds, fold)
+    trec = tmp_path / "trec"
+    write_trec_runs(frame, trec)
+    return {"dataset": ds, "fold": fold, "frame": frame, "trec": trec, "tmp": tmp_path}
+
+
+class Counting:
+    """A judge that counts the requests it is asked, over the simulated judge."""
+
+    def __init__(self, inner: JudgeClient) -> None:
+        self.inner = inner
+        self.requests = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    def judge_many(
+        self, requests: Sequence[JudgeRequest], parse: Callable[[str], Any] | None = None, desc: str | None = None
+    ) -> list[JudgeResult[Any]]:
+        self.requests += len(requests)
+        return self.inner.judge_many(requests, parse, desc)
+
+
+def sim(tmp: Path, **options: float) -> JudgeClient:
+    profile = load_profile("sim", options={"seed": 0, **options})
+    client: JudgeClient = profile.client(run_dir=tmp / "judge", progress=False)
+    return client
+
+
+def judged(world: dict[str, Any], source: Any, judge: Any, **config: Any) -> ours.YourRecommendersRun:
+    ds, fold = world["dataset"], world["fold"]
+    lists = ours.read_system_lists(ds, fold, source, top_k=K)
+    data = ours.YourRecommendersData(ds, fold, toy_examples(ds.items), lists)
+    cfg = ours.YourRecommendersConfig(top_k=K, n_users=6, n_boot=50, **config)
+    return ours.run(judge, data, cfg)
+
+
+def write_formats(frame: pd.DataFrame, folder: Path) -> dict[str, Path]:
+    """The same lists as each toolkit writes them, one folder per format."""
+    out = {}
+    for name in ("lenskit", "msr", "recbole", "elliot", "parquet"):
+        (folder / name).mkdir(parents=True)
+        out[name] = folder / name
+    for system, part in frame.groupby("system"):
+        score = 1.0 / part["rank"]
+        pd.DataFrame({"item": part["item"], "score": score, "rank": part["rank"], "user": part["user"]}).to_csv(
+            out["lenskit"] / f"{system}.csv", index=False
+        )
+        pd.DataFrame({"userID": part["user"], "itemID": part["item"], "prediction": score}).sample(
+            frac=1.0, random_state=0
+        ).to_csv(out["msr"] / f"{system}.csv", index=False)
+        pd.DataFrame({"user_id:token": part["user"], "item_id:token": part["item"], "score:float": score}).to_csv(
+            out["recbole"] / f"{system}.tsv", sep="\t", index=False
+        )
+        pd.DataFrame({"u": part["user"], "i": part["item"], "s": score}).to_csv(
+            out["elliot"] / f"{system}.tsv", sep="\t", index=False, header=False
+        )
+        pd.DataFrame({"user": part["user"], "item": part["item"], "score": score}).to_parquet(
+            out["parquet"] / f"{system}.parquet", index=False
+        )
+    return out
+
+
+def test_every_format_gives_identical_judged_results(world: dict[str, Any]) -> None:
+    reference = judged(world, world["trec"], sim(world["tmp"]))
+    assert set(reference.panel.systems) == {"popular", "by_id", "hashed"}
+    for name, folder in write_formats(world["frame"], world["tmp"] / "formats").items():
+        got = judged(world, folder, sim(world["tmp"]))
+        pd.testing.assert_frame_equal(got.summary, reference.summary, obj=name)
+        pd.testing.assert_frame_equal(got.taus, reference.taus, obj=name)
+        for protocol in ours.PROTOCOLS:
+            assert got.judgments[protocol]["raw_text"].tolist() == reference.judgments[protocol]["raw_text"].tolist()
+
+
+def _bad(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def bad_inputs(world: dict[str, Any]) -> dict[str, tuple[Path, str]]:
+    """Each bad input: a source and what its refusal must say."""
+    tmp = world["tmp"] / "bad"
+    first = (world["trec"] / "popular.trec").read_text().splitlines()
+    user = first[0].split()[0]
+    ok = "\n".join(first) + "\n"
+    return {
+        "unknown user": (
+            _bad(tmp / "u", "s.trec", ok + "999999 Q0 1 1 9.0 s\n"),
+            r"s\.trec: line \d+: 1 unknown user id.*first five: 999999; ids must be the dataset's own",
+        ),
+        "unknown item": (
+            _bad(tmp / "i", "s.trec", ok + f"{user} Q0 77777 9 0.001 s\n"),
+            r"s\.trec: line \d+: 1 unknown item id.*first five: 77777",
+        ),
+        "duplicate item": (
+            _bad(tmp / "d", "s.trec", ok + first[0] + "\n"),
+            r"s\.trec: line \d+: item \d+ appears twice in user \d+'s list",
+        ),
+        "short list": (
+            _bad(tmp / "sh", "s.trec", "\n".join(first[:3]) + "\n"),
+            r"s\.trec: line 3: user \d+'s list has 3 items, fewer than top_k=5",
+        ),
+        "non-numeric score": (
+            _bad(tmp / "n", "s.csv", "user,item,score\n1,2,high\n"),
+            r"s\.csv: line 2: 'high' in the score column is not a number",
+        ),
+        "missing column": (_bad(tmp / "m", "s.csv", "user,score\n1,2.0\n"), r"s\.csv: line 1: missing an item column"),
+        "empty file": (_bad(tmp / "e", "s.csv", ""), r"s\.csv: line 1: empty file"),
+        "unknown format": (
+            _bad(tmp / "f", "s.trec", "a b c d\n"),
+            r"s\.trec: line 1: 4 columns, not a TREC run.*the formats known are",
+        ),
+        "two files, one name": (
+            _bad(_bad(tmp / "2", "x.trec", ok.replace(" popular", " same")), "y.trec", ok.replace(" popular", " same")),
+            r"x\.trec and .*y\.trec both name the system 'same'",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown user",
+        "unknown item",
+        "duplicate item",
+        "short list",
+        "non-numeric score",
+        "missing column",
+        "empty file",
+        "unknown format",
+        "two files, one name",
+    ],
+)
+def test_bad_input_is_refused_before_any_judge_call(world: dict[str, Any], case: str) -> None:
+    source, message = bad_inputs(world)[case]
+    judge = Counting(sim(world["tmp"]))
+    with pytest.raises(ListFormatError, match=message):
+        judged(world, source, judge)
+    assert judge.requests == 0
+
+
+def test_without_chapter_2_lists_the_chapter_says_what_to_do(world: dict[str, Any]) -> None:
+    with pytest.raises(FileNotFoundError, match=r"run chapter 2 first.*-p lists PATH"):
+        ours.read_system_lists(world["dataset"], world["fold"], None, top_k=K)
+
+
+def test_calls_match_the_plan_printed_before_judging(world: dict[str, Any]) -> None:
+    judge = Counting(sim(world["tmp"]))
+    run = judged(world, world["trec"], judge, arena_pairs="popular")
+    plan = ours.planned_calls(3, 6, K, "popular")
+    usage = run.usage().set_index("protocol")["judgments"]
+    assert usage["arena"] == plan["arena"] == 2 * 2 * 6
+    assert usage["saer"] == plan["saer"] == 3 * 6
+    assert 0 < usage["serendipity"] <= plan["serendipity"]
+    assert judge.requests == usage.sum()
+    assert set(run.duels["y"]) == {"popular"}
+
+
+def test_a_perfect_simulated_judge_answers_each_protocols_truth(world: dict[str, Any]) -> None:
+    run = judged(world, world["trec"], sim(world["tmp"]))
+    hits = run.panel.hits
+    labels = run.judgments["saer"]
+    for u, s, category in zip(labels["user"], labels["system"], labels["category"], strict=True):
+        truth = list_label_truth(hits[s][int(u)])
+        assert category == LABELS_WORST_FIRST[truth.level]
+    duels = run.duels.dropna(subset=["overall"])
+    assert len(duels) > 0
+    for u, x, y, outcome in zip(duels["user"], duels["x"], duels["y"], duels["overall"], strict=True):
+        diff = hits[x][int(u)] - hits[y][int(u)]
+        assert outcome == ("win" if diff > 0 else "lose" if diff < 0 else "tie")
+    scores = run.judgments["serendipity"]
+    assert (scores["status"] == "parsed").all()
+    assert set(scores["score"].astype(int)) <= {1, 2, 3, 4, 5}
+
+
+def test_results_hold_every_tau_and_the_items_chapter_6_compares(world: dict[str, Any]) -> None:
+    run = judged(world, world["trec"], sim(world["tmp"], noise=0.8))
+    results = run.results()
+    taus = [r for r in results if r.metric == "kendall_tau"]
+    measures = [*ours.PROTOCOLS, *ours.OFFLINE]
+    assert len(taus) == len(measures) * (len(measures) - 1) // 2
+    assert {r.group["system"] for r in results if r.metric == "arena"} == set(run.panel.systems)
+    items = run.items()
+    assert len(items["saer_labels"]) == 3 * 6
+    assert len(items["scores"]) == len(run.judgments["serendipity"])
+
+
+def test_systems_and_pairs_are_checked(world: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"systems \['nope'\] were not read"):
+        judged(world, world["trec"], sim(world["tmp"]), systems=("nope",))
+    with pytest.raises(ValueError, match="arena_pairs must be 'all' or one of the systems"):
+        ours.arena_comparisons(["a", "b"], [1], "c")
+    pairs = ours.arena_comparisons(["a", "b", "c"], [1, 2], "all")
+    assert len(pairs) == 6
+    run = judged(world, world["trec"], sim(world["tmp"]), systems=("by_id", "popular"), protocols=("saer",))
+    assert run.panel.systems == ["popular", "by_id"] or run.panel.systems == ["by_id", "popular"]
+    assert set(run.judgments) == {"saer"}
+
+
+def test_recovery_compares_a_noisy_simulated_judge_with_a_perfect_one(world: dict[str, Any]) -> None:
+    ds, fold = world["dataset"], world["fold"]
+    lists = ours.read_system_lists(ds, fold, world["trec"], top_k=K)
+    data = ours.YourRecommendersData(ds, fold, toy_examples(ds.items), lists)
+    cfg = ours.YourRecommendersConfig(top_k=K, n_users=3, n_boot=50, arena_pairs="popular")
+    got = ours.recovery(data, cfg, n_users=8)
+    assert got.perfect.config.arena_pairs == "all" and len(got.perfect.panel.users) == 8
+    assert got.error_model["noise"] == 0.8
+    assert set(got.taus["protocol"]) == set(ours.PROTOCOLS)
+    # the perfect judge against itself through the same code is the identity: its own tau must be 1 where defined
+    same = ours.true_ranking_agreement(got.perfect, got.perfect, n_boot=20)
+    own = same[same["against"].str.startswith("its own")]["tau"].dropna()
+    assert len(own) and np.allclose(own, 1.0)

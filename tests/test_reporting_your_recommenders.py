@@ -1,0 +1,108 @@
+"""Chapter 7's tables, figures and sentences: they lay out the run's numbers and claim only what the CIs support."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+from test_experiment_your_recommenders import judged, sim, toy_dataset, toy_lists
+
+from recjudge_utils.experiments import your_recommenders as ours
+from recjudge_utils.lists import write_trec_runs
+from recjudge_utils.reporting import your_recommenders as report
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> ours.YourRecommendersRun:
+    ds = toy_dataset()
+    fold = ours.YourRecommendersData.split(ds, 0)
+    write_trec_runs(toy_lists(ds, fold), tmp_path / "trec")
+    world: dict[str, Any] = {"dataset": ds, "fold": fold, "trec": tmp_path / "trec", "tmp": tmp_path}
+    return judged(world, tmp_path / "trec", sim(tmp_path, noise=0.8, unparseable=0.3))
+
+
+def taus(*rows: tuple[str, str, float, float, float, int]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"a": a, "b": b, "tau": t, "low": lo, "high": hi, "n_systems": 3, "n_users": n, "n_boot": 50}
+            for a, b, t, lo, hi, n in rows
+        ]
+    )
+
+
+def test_sentences_claim_agreement_only_when_the_ci_excludes_zero_with_enough_users(
+    run: ours.YourRecommendersRun,
+) -> None:
+    run.taus = taus(
+        ("serendipity", "arena", 0.8, 0.4, 1.0, 40),
+        ("serendipity", "saer", 0.3, -0.2, 0.7, 40),
+        ("arena", "saer", -0.7, -1.0, -0.3, 40),
+        ("arena", "precision", 0.9, 0.5, 1.0, 3),
+        ("saer", "precision", math.nan, math.nan, math.nan, 40),
+    )
+    said = report.agreement_sentences(run)
+    assert len(said) == 5
+    assert "rank the systems alike" in said[0] and "0.80 [0.40, 1.00]" in said[0]
+    assert "cannot say" in said[1] and "alike" not in said[1]
+    assert "opposite orders" in said[2]
+    assert "only 3 users" in said[3] and "10 distinct resamples" in said[3] and "alike" not in said[3]
+    assert "no tau" in said[4]
+
+
+def test_recovery_names_a_best_protocol_only_when_the_cis_do_not_overlap(run: ours.YourRecommendersRun) -> None:
+    recovered = ours.Recovery(run, run, {"noise": 0.8}, pd.DataFrame())
+    own = "its own truth (perfect judge)"
+    clear = pd.DataFrame(
+        [
+            {"protocol": "arena", "against": own, "tau": 0.9, "low": 0.8, "high": 1.0, "n_users": 30},
+            {"protocol": "saer", "against": own, "tau": 0.3, "low": 0.1, "high": 0.5, "n_users": 30},
+        ]
+    )
+    said = report.recovery_sentences(replace(recovered, taus=clear))
+    assert "Arena (share of points) recovers its truth best" in said[0] and "do not overlap" in said[0]
+    overlapping = clear.assign(high=[1.0, 0.85])
+    said = report.recovery_sentences(replace(recovered, taus=overlapping))
+    assert "cannot rank the protocols" in said[0]
+
+
+def test_tables_have_a_cell_per_system_and_measure_and_mark_the_missing(run: ours.YourRecommendersRun) -> None:
+    table = report.verdict_table(run).data
+    assert list(table["system"]) == run.panel.systems
+    assert len(table.columns) == 1 + len(run.measures)
+    run.summary.loc[(run.summary["measure"] == "saer") & (run.summary["system"] == "by_id"), "mean"] = float("nan")
+    table = report.verdict_table(run).data
+    cell = table.loc[table["system"] == "by_id", "SAER (label 0-2)"].item()
+    assert cell.startswith("no parsed judgment (n=")
+    unparsed = report.unparsed_table(run)
+    assert not isinstance(unparsed, str)
+    assert set(unparsed.data["protocol"]) <= set(ours.PROTOCOLS) and len(unparsed.data) > 0
+    assert len(report.tau_table(run).data) == len(run.taus)
+    separated = report.separation_table(run).data
+    assert list(separated["measure"]) == [report.NAMES[m] for m in run.measures]
+
+
+def test_figures_draw_one_panel_per_measure(run: ours.YourRecommendersRun) -> None:
+    fig = report.verdict_figure(run)
+    assert isinstance(fig, Figure)
+    assert sum(ax.get_visible() for ax in fig.axes) == len(run.measures)
+    heat = report.agreement_figure(run)
+    assert len(heat.axes[0].texts) == len(run.measures) ** 2
+
+
+def test_cost_table_scales_the_runs_tokens(run: ours.YourRecommendersRun) -> None:
+    prices = {"m": {"input": 1.0, "output": 2.0}}
+    at_scale = ours.cost_at_scale(run, n_users=60, prices=prices).set_index("protocol")
+    usage = run.usage().set_index("protocol")
+    saer = at_scale.loc["saer"]
+    # SAER: one call per list, so 3 systems x 60 users; dollars from this run's tokens per judgment
+    assert saer["judgments, 60 users"] == 180
+    per_in = usage.loc["saer", "prompt_tokens"] / usage.loc["saer", "judgments"]
+    per_out = usage.loc["saer", "completion_tokens"] / usage.loc["saer", "judgments"]
+    assert saer["US$ m"] == pytest.approx(180 * (per_in * 1.0 + per_out * 2.0) / 1e6)
+    shown = report.cost_table(run, at_scale.reset_index()).data
+    assert list(shown["protocol"]) == list(run.config.protocols)
