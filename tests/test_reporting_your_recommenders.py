@@ -103,6 +103,27 @@ def test_cost_table_scales_the_runs_tokens(run: ours.YourRecommendersRun) -> Non
     assert saer["judgments, 60 users"] == 180
     per_in = usage.loc["saer", "prompt_tokens"] / usage.loc["saer", "judgments"]
     per_out = usage.loc["saer", "completion_tokens"] / usage.loc["saer", "judgments"]
-    assert saer["US$ m"] == pytest.approx(180 * (per_in * 1.0 + per_out * 2.0) / 1e6)
+    assert saer["US$ m, 60 users"] == pytest.approx(180 * (per_in * 1.0 + per_out * 2.0) / 1e6)
     shown = report.cost_table(run, at_scale.reset_index()).data
     assert list(shown["protocol"]) == list(run.config.protocols)
+
+
+def test_a_judge_whose_answers_never_parse_gets_every_table_and_no_claim(tmp_path: Path) -> None:
+    ds = toy_dataset()
+    fold = ours.YourRecommendersData.split(ds, 0)
+    write_trec_runs(toy_lists(ds, fold), tmp_path / "trec")
+    world: dict[str, Any] = {"dataset": ds, "fold": fold, "trec": tmp_path / "trec", "tmp": tmp_path}
+    run = judged(world, tmp_path / "trec", sim(tmp_path, unparseable=1.0))
+    assert all((frame["status"] != "parsed").all() for frame in run.judgments.values())
+    table = report.verdict_table(run).data
+    for protocol in ("Serendipity (Avg.Score@k)", "Arena (share of points)", "SAER (label 0-2)"):
+        assert all(cell.startswith("no parsed judgment") for cell in table[protocol])
+    assert all(cell != "n/a" for cell in table["Precision@k"])  # offline numbers need no judge
+    assert report.win_matrix(run) is not None
+    said = report.agreement_sentences(run)
+    assert said and all("no tau" in s for s in said if "Precision" not in s or "Arena" in s or "SAER" in s)
+    assert not any("alike" in s for s in said)
+    assert "0 of" in report.takeaways_items(run)[0]
+    assert isinstance(report.verdict_figure(run), Figure)
+    assert isinstance(report.agreement_figure(run), Figure)
+    assert len(report.unparsed_table(run).data) == 3  # type: ignore[union-attr]

@@ -47,6 +47,8 @@ from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import sample_users
+from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import RecommendationLists, read_lists
 from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
@@ -496,6 +498,15 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     summary = pd.concat(
         [summary.loc[~summary["measure"].isin(OFFLINE)], offline_summary[summary.columns]], ignore_index=True
     )
+    # and so are the pairs the offline metrics separate
+    offline_separation = pd.concat(
+        [separated_pairs(offline[m], n_boot=cfg.n_boot, seed=cfg.seed).assign(measure=m) for m in OFFLINE],
+        ignore_index=True,
+    )
+    separation = pd.concat(
+        [separation.loc[~separation["measure"].isin(OFFLINE)], offline_separation[separation.columns]],
+        ignore_index=True,
+    )
     timings["summarise"] = time.perf_counter() - t
     return YourRecommendersRun(
         config=cfg,
@@ -556,17 +567,23 @@ def recovery(
 ) -> Recovery:
     """Judge ``n_users`` users' lists with a perfect simulated judge and with ``profile``'s error model (a simulated
     profile; never an LLM), and measure how well each protocol's noisy ranking recovers the truth."""
-    from recjudge_utils.experiments.protocol_detection import sim_factory  # the simulated judges of chapter 5
-    from recjudge_utils.judge.profiles import load_profile
-
-    options = {k: float(v) for k, v in load_profile(profile).to_dict()["options"].items() if k != "seed"}
-    make = sim_factory(profile, run_name="07_your_recommenders/simulated")
+    base = load_profile(profile)
+    if base.backend_name != "sim":
+        raise ValueError(f"{base.source}: the truth section needs a simulated judge profile, not {base.backend_name!r}")
+    model = {k: float(v) for k, v in base.to_dict()["options"].items() if k != "seed"}
+    seed = int(base.to_dict()["options"].get("seed", 0))
     cfg = replace(config, n_users=n_users, arena_pairs="all", systems=None)
-    with make() as perfect_judge:
+
+    def judge(**error_model: float) -> JudgeClient:
+        # exactly the error model given (a perfect judge when none), logged in a sub-folder of the chapter's own
+        sim = load_profile(base, options={"seed": seed, **error_model})
+        return sim.client(run_name="07_your_recommenders/simulated", progress=False)
+
+    with judge() as perfect_judge:
         perfect = run(perfect_judge, data, cfg)
-    with make(**options) as noisy_judge:
+    with judge(**model) as noisy_judge:
         noisy = run(noisy_judge, data, cfg)
-    return Recovery(perfect, noisy, options, true_ranking_agreement(noisy, perfect, cfg.n_boot, cfg.seed))
+    return Recovery(perfect, noisy, model, true_ranking_agreement(noisy, perfect, cfg.n_boot, cfg.seed))
 
 
 def cost_at_scale(
@@ -603,7 +620,7 @@ def cost_at_scale(
             f"judgments, {n_users} users": judgments,
         }
         for model, price in (prices or {}).items():
-            row[f"US$ {model}"] = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+            row[f"US$ {model}, {n_users} users"] = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -103,8 +103,9 @@ def per_user_metrics(
             valid = lists[rows] >= 0
             scored = valid & ~np.isnan(sc)
             ser_hits = np.greater_equal(sc, threshold, where=scored, out=np.zeros(sc.shape, dtype=bool))
-            with np.errstate(invalid="ignore"):
-                avg = np.nanmean(np.where(scored, sc, np.nan), axis=1)
+            n_scored = scored.sum(axis=1)
+            # a list without one parsed score has no Avg.Score (NaN), and no "mean of empty slice" warning
+            avg = np.where(n_scored > 0, np.where(scored, sc, 0.0).sum(axis=1) / np.maximum(n_scored, 1), np.nan)
             df.loc[rows, "p_ser"] = precision_at_k(ser_hits, k)
             df.loc[rows, "n_ser"] = ndcg_at_k(ser_hits, np.full(len(rows), k), k)
             df.loc[rows, "avg"] = avg

@@ -28,6 +28,7 @@ __all__ = [
     "separation_table",
     "takeaways_items",
     "tau_table",
+    "template_line",
     "unparsed_table",
     "verdict_figure",
     "verdict_table",
@@ -67,6 +68,16 @@ def lists_table(lists: RecommendationLists) -> Styler:
         }
     )
     return captioned(report, f"The systems read, cut to their top {lists.top_k}", precision=0)
+
+
+def template_line(template: str, given: bool, selected: dict[str, object]) -> str:
+    """Which serendipity prompt the chapter uses, and where it came from."""
+    source = str(selected.get("source", ""))
+    if given:
+        return f"serendipity template: {template} (the template parameter)"
+    if source.endswith(".json"):
+        return f"serendipity template: {template} (chapter 1's selection in this run)"
+    return f"serendipity template: {template} (the paper's CoT: chapter 1 has not run in this run)"
 
 
 def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n_users: int) -> str:
@@ -261,14 +272,16 @@ def cost_table(run: YourRecommendersRun, at_scale: pd.DataFrame) -> Styler:
         }
         if p in scale.index:
             for col in scale.columns:
-                if col.startswith("judgments,") or col.startswith("US$ "):
-                    v = scale.loc[p, col]
-                    row[col] = f"{v:,.0f}" if col.startswith("judgments,") else f"{v:,.2f}"
+                v = scale.loc[p, col]
+                if col.startswith("judgments,"):
+                    row[col] = f"{v:,.0f}"
+                elif col.startswith("US$ "):
+                    row[col] = f"{v:,.2f}"
         rows.append(row)
     return captioned(
         pd.DataFrame(rows),
-        "What each protocol cost here, and an estimate at scale (this run's tokens per judgment times the "
-        "judgments there, at list prices; `python -m recjudge_utils.book plan` counts it exactly)",
+        f"What each protocol cost here (judge: {run.judge_name}), and an estimate at scale: this run's tokens per "
+        "judgment times the judgments there, at list prices (`python -m recjudge_utils.book plan` counts it exactly)",
         precision=0,
     )
 
