@@ -104,8 +104,16 @@ def test_cost_table_scales_the_runs_tokens(run: ours.YourRecommendersRun) -> Non
     per_in = usage.loc["saer", "prompt_tokens"] / usage.loc["saer", "judgments"]
     per_out = usage.loc["saer", "completion_tokens"] / usage.loc["saer", "judgments"]
     assert saer["US$ m, 60 users"] == pytest.approx(180 * (per_in * 1.0 + per_out * 2.0) / 1e6)
-    shown = report.cost_table(run, at_scale.reset_index()).data
+    shown = report.cost_table(run).data
     assert list(shown["protocol"]) == list(run.config.protocols)
+    scaled = report.scale_table(at_scale.reset_index()).data  # type: ignore[union-attr]
+    assert list(scaled.columns) == [
+        "protocol",
+        "tokens in / judgment",
+        "tokens out / judgment",
+        "judgments, 60 users",
+        "US$ m, 60 users",
+    ]
 
 
 def test_a_judge_whose_answers_never_parse_gets_every_table_and_no_claim(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "plan_text",
     "recovery_sentences",
     "recovery_table",
+    "scale_table",
     "separation_table",
     "takeaways_items",
     "tau_table",
@@ -254,35 +255,37 @@ def separation_table(run: YourRecommendersRun) -> Styler:
     )
 
 
-def cost_table(run: YourRecommendersRun, at_scale: pd.DataFrame) -> Styler:
-    """Per protocol: this run's judgments, paid calls, tokens and dollars; then the estimate at a larger scale."""
-    usage = run.usage().set_index("protocol")
-    scale = at_scale.set_index("protocol") if len(at_scale) else pd.DataFrame()
-    rows = []
-    for p in run.config.protocols:
-        if p not in usage.index:
-            continue
-        u = usage.loc[p]
-        row = {
-            "protocol": p,
-            "judgments (parsed)": f"{int(u['judgments']):,} ({int(u['parsed']):,})",
-            "paid calls": f"{int(u['api_calls']):,}",
-            "tokens in / out": f"{int(u['prompt_tokens']):,} / {int(u['completion_tokens']):,}",
-            "US$ spent": f"{float(u['usd']):.4f}" if _ok(u["usd"]) else "unknown price",
+def cost_table(run: YourRecommendersRun) -> Styler:
+    """Per protocol: this run's judgments (parsed), paid calls, tokens and dollars spent."""
+    rows = [
+        {
+            "protocol": u.protocol,
+            "judgments (parsed)": f"{int(u.judgments):,} ({int(u.parsed):,})",
+            "paid calls": f"{int(u.api_calls):,}",
+            "tokens in / out": f"{int(u.prompt_tokens):,} / {int(u.completion_tokens):,}",
+            "US$ spent": f"{float(u.usd):.4f}" if _ok(u.usd) else "unknown price",
         }
-        if p in scale.index:
-            for col in scale.columns:
-                v = scale.loc[p, col]
-                if col.startswith("judgments,"):
-                    row[col] = f"{v:,.0f}"
-                elif col.startswith("US$ "):
-                    row[col] = f"{v:,.2f}"
-        rows.append(row)
+        for u in run.usage().itertuples(index=False)
+    ]
     return captioned(
-        pd.DataFrame(rows),
-        f"What each protocol cost here (judge: {run.judge_name}), and an estimate at scale: this run's tokens per "
-        "judgment times the judgments there, at list prices (`python -m recjudge_utils.book plan` counts it exactly)",
-        precision=0,
+        pd.DataFrame(rows), f"What each protocol cost in this run (judge: {run.judge_name}; cache hits cost nothing)"
+    )
+
+
+def scale_table(at_scale: pd.DataFrame) -> Styler | str:
+    """The estimate at scale (:func:`~recjudge_utils.experiments.your_recommenders.cost_at_scale`), in words."""
+    if at_scale.empty:
+        return "No protocol was judged: there is nothing to scale."
+    shown = at_scale.drop(columns=["judgments here"]).copy()
+    for col in shown.columns:
+        if col.startswith("US$ "):
+            shown[col] = shown[col].map(lambda v: f"{v:,.2f}")
+        elif col.startswith("tokens") or col.startswith("judgments,"):
+            shown[col] = shown[col].map(lambda v: f"{v:,.0f}")
+    return captioned(
+        shown,
+        "An estimate at scale: this run's tokens per judgment times the judgments there, at list prices "
+        "(`python -m recjudge_utils.book plan` counts it exactly)",
     )
 
 
