@@ -93,3 +93,16 @@ def test_the_usage_table_for_people_has_seven_columns_in_words(scripted_judge) -
     ]  # fmt: skip
     total = shown.set_index("prompt").loc["all prompts"]
     assert total["judgments"] == "4" and total["paid calls"] == "3" and total["unparsed / errors"] == "2 / 0"
+
+
+def test_the_introduction_runs_like_every_experiment(toy: Dataset, scripted_judge) -> None:  # type: ignore[no-untyped-def]
+    from recjudge_utils.experiments import introduction
+
+    read = introduction.run(scripted_judge(lambda request: '{"score": 4}'), toy, introduction.IntroductionConfig())
+    assert read.score == 4 and read.judgment.ok
+    assert [(r.metric, r.value, r.n) for r in read.results()] == [("score", 4.0, 1), ("parsed", 1.0, 1)]
+    item = read.items()["scores"][0]
+    assert item["label"] == 4 and item["user"] == 1 and item["item"] in {10, 11, 12}
+    unread = introduction.run(scripted_judge(lambda request: "five", model="other"), toy)
+    assert unread.score is None and unread.judgment.status == "unparsed"
+    assert [(r.metric, r.value) for r in unread.results()] == [("score", None), ("parsed", 0.0)]

@@ -67,7 +67,10 @@ def test_recovery_names_a_best_protocol_only_when_the_cis_do_not_overlap(run: ou
     assert "Arena (share of points) recovers its truth best" in said[0] and "do not overlap" in said[0]
     overlapping = clear.assign(high=[1.0, 0.85])
     said = report.recovery_sentences(replace(recovered, taus=overlapping))
-    assert "cannot rank the protocols" in said[0]
+    assert "cannot rank the protocols" in said[0] and "recovers its truth best" in said[0]
+    tied = clear.assign(tau=[0.7, 0.7], low=[0.3, 0.2], high=[0.9, 0.9])
+    said = report.recovery_sentences(replace(recovered, taus=tied))
+    assert "equally well (tau 0.70)" in said[0] and "best" not in said[0]
 
 
 def test_tables_have_a_cell_per_system_and_measure_and_mark_the_missing(run: ours.YourRecommendersRun) -> None:

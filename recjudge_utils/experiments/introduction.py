@@ -1,13 +1,29 @@
-"""The introduction's one judgment, end to end: a real user, a candidate movie, one call through the judge client."""
+"""The introduction's one judgment, end to end: a real user, a candidate movie, one call through the judge client.
+
+``run(judge, dataset, IntroductionConfig(...)) -> IntroductionRun``, the shape of every experiment: the run holds the
+judgment (parsed, unparsed or failed, with its reason and raw answer) and writes its score to ``results.json``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 from recjudge_utils.data import Dataset
+from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, make_request
 from recjudge_utils.prompts import load_prompt
 from recjudge_utils.protocols.single import ask_one
 
-__all__ = ["fit_request", "one_judgment"]
+__all__ = ["IntroductionConfig", "IntroductionRun", "fit_request", "run"]
+
+
+@dataclass(frozen=True)
+class IntroductionConfig:
+    """The notebook's parameters: the seed that draws the candidate, and how many history items the prompt shows."""
+
+    seed: int = 0
+    n_history: int = 5
 
 
 def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeRequest:
@@ -29,6 +45,33 @@ def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeReq
     )
 
 
-def one_judgment(judge: Judge, dataset: Dataset, seed: int = 0) -> JudgeResult[dict[str, int]]:
-    """Ask the judge the introduction's question once; the result says parsed / unparsed / error and why."""
-    return ask_one(judge, fit_request(dataset, seed))
+@dataclass(kw_only=True)
+class IntroductionRun(Run):
+    """The one judgment: its request (user, candidate) and what came back."""
+
+    experiment: ClassVar[str] = "introduction"
+
+    config: IntroductionConfig
+    judgment: JudgeResult[Any]
+
+    @property
+    def score(self) -> int | None:
+        """The parsed score (None when the answer could not be read or the call failed)."""
+        value = self.judgment.value
+        return int(value["score"]) if self.judgment.ok and value is not None else None
+
+    def results(self) -> list[Result]:
+        """The score (null unless parsed) and whether the answer was read."""
+        return [result("score", self.score, n=1), result("parsed", int(self.judgment.ok), n=1)]
+
+    def items(self) -> dict[str, list[dict[str, Any]]]:
+        """The one judged (user, item) pair and its score."""
+        meta = self.judgment.request.metadata or {}
+        return {"scores": [{"user": meta.get("user"), "item": meta.get("item"), "label": self.score}]}
+
+
+def run(judge: Judge, dataset: Dataset, config: IntroductionConfig | None = None) -> IntroductionRun:
+    """Ask the judge the introduction's question once; the run says parsed / unparsed / error and why."""
+    cfg = config or IntroductionConfig()
+    judgment = ask_one(judge, fit_request(dataset, cfg.seed, cfg.n_history))
+    return IntroductionRun(config=cfg, judge_name=judge.model_name, data_label=dataset.display_label, judgment=judgment)

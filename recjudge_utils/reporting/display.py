@@ -65,7 +65,10 @@ def estimate_cell(value: object, low: object = None, high: object = None, digits
         return None if np.isnan(f) else f * scale
 
     def text(x: float) -> str:
-        return ("∞" if x > 0 else "-∞") if np.isinf(x) else f"{x:.{digits}f}"
+        if np.isinf(x):
+            return "∞" if x > 0 else "-∞"
+        shown = f"{x:.{digits}f}"
+        return shown[1:] if shown.startswith("-") and float(shown) == 0 else shown  # no "-0.00"
 
     point, lo, hi = number(value), number(low), number(high)
     if point is None:

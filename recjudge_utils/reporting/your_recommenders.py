@@ -355,7 +355,14 @@ def recovery_sentences(recovery: Recovery) -> list[str]:
     ok = own[[_ok(t) and _ok(lo) and _ok(hi) for t, lo, hi in zip(own["tau"], own["low"], own["high"], strict=True)]]
     if ok.empty:
         return ["No protocol's recovery of its truth has a CI in this run: nothing can be concluded."]
-    best = ok.loc[ok["tau"].idxmax()]
+    top = ok[ok["tau"] >= ok["tau"].max() - 1e-9]
+    if len(top) > 1:
+        names = " and ".join(NAMES[p] for p in top["protocol"])
+        return [
+            f"With this simulated judge, {names} recover their truth equally well (tau {top['tau'].iloc[0]:.2f}): this "
+            "run cannot rank the protocols by how well they recover the truth."
+        ]
+    best = top.iloc[0]
     others = ok[ok["protocol"] != best["protocol"]]
     clear = [r.protocol for r in others.itertuples(index=False) if r.high < best["low"]]
     sentence = (
@@ -364,12 +371,9 @@ def recovery_sentences(recovery: Recovery) -> list[str]:
     )
     if clear and len(clear) == len(others):
         return [sentence + f", clearly above {', '.join(NAMES[p] for p in clear)} (the CIs do not overlap)."]
-    return [
-        sentence
-        + "; its CI overlaps "
-        + (", ".join(NAMES[r.protocol] for r in others.itertuples(index=False) if r.protocol not in clear) or "none")
-        + ", so this run cannot rank the protocols by how well they recover the truth."
-    ]
+    overlapping = ", ".join(NAMES[r.protocol] for r in others.itertuples(index=False) if r.protocol not in clear)
+    return [sentence + f"; its CI overlaps {overlapping}, so this run cannot rank the protocols by how well they "
+            "recover the truth."]  # fmt: skip
 
 
 def takeaways_items(run: YourRecommendersRun) -> list[str]:
