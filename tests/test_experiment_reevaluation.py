@@ -11,9 +11,9 @@ from recjudge_utils.experiments import reevaluation
 from recjudge_utils.experiments.reevaluation import (
     ReevaluationConfig,
     ReevaluationData,
-    judge_recommendations,
     prepare_folds,
 )
+from recjudge_utils.experiments.steps import judge_recommendations
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
 from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.training import training_frame

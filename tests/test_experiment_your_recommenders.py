@@ -18,6 +18,7 @@ from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 from recjudge_utils.lists import ListFormatError, write_trec_runs
 from recjudge_utils.protocols.truth import list_label_truth
+from recjudge_utils.splitting.export import temporal_fold
 
 N_USERS, N_ITEMS, K = 40, 30, 5
 
@@ -71,7 +72,7 @@ def toy_lists(dataset: Dataset, fold: Any) -> pd.DataFrame:
 @pytest.fixture
 def world(tmp_path: Path) -> dict[str, Any]:
     ds = toy_dataset()
-    fold = ours.YourRecommendersData.split(ds, 0)
+    fold = temporal_fold(ds, 0)
     frame = toy_lists(ds, fold)
     trec = tmp_path / "trec"
     write_trec_runs(frame, trec)

@@ -15,12 +15,13 @@ from test_experiment_your_recommenders import judged, sim, toy_dataset, toy_list
 from recjudge_utils.experiments import your_recommenders as ours
 from recjudge_utils.lists import write_trec_runs
 from recjudge_utils.reporting import your_recommenders as report
+from recjudge_utils.splitting.export import temporal_fold
 
 
 @pytest.fixture
 def run(tmp_path: Path) -> ours.YourRecommendersRun:
     ds = toy_dataset()
-    fold = ours.YourRecommendersData.split(ds, 0)
+    fold = temporal_fold(ds, 0)
     write_trec_runs(toy_lists(ds, fold), tmp_path / "trec")
     world: dict[str, Any] = {"dataset": ds, "fold": fold, "trec": tmp_path / "trec", "tmp": tmp_path}
     return judged(world, tmp_path / "trec", sim(tmp_path, noise=0.8, unparseable=0.3))
@@ -121,7 +122,7 @@ def test_cost_table_scales_the_runs_tokens(run: ours.YourRecommendersRun) -> Non
 
 def test_a_judge_whose_answers_never_parse_gets_every_table_and_no_claim(tmp_path: Path) -> None:
     ds = toy_dataset()
-    fold = ours.YourRecommendersData.split(ds, 0)
+    fold = temporal_fold(ds, 0)
     write_trec_runs(toy_lists(ds, fold), tmp_path / "trec")
     world: dict[str, Any] = {"dataset": ds, "fold": fold, "trec": tmp_path / "trec", "tmp": tmp_path}
     run = judged(world, tmp_path / "trec", sim(tmp_path, unparseable=1.0))

@@ -33,6 +33,7 @@ from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments import arena, reevaluation, saer
 from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.steps import judge_recommendations
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import JudgeProfile, load_profile
 from recjudge_utils.metrics import judge_scores as js
@@ -460,7 +461,7 @@ def reevaluation_noise(
         client = sim(noise=sigma, seed=config.seed)
         try:
             scorer = SerendipityJudge(client, template=cfg.template)
-            sources[f"noise {sigma:g}"] = reevaluation.judge_recommendations(
+            sources[f"noise {sigma:g}"] = judge_recommendations(
                 recs, fold.train, dataset.items, scorer, n_history=cfg.n_history, desc="re-evaluation (sim)",
                 future=future,
             )  # fmt: skip

@@ -29,7 +29,7 @@ Tables, figures and observations: :mod:`recjudge_utils.reporting.reevaluation`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,14 +42,11 @@ from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline 
 
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
-from recjudge_utils.experiments.steps import sample_users, top_lists
+from recjudge_utils.experiments.steps import judge_recommendations, sample_users, serendipity_scorer, top_lists
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import write_trec_runs
 from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
 from recjudge_utils.paths import book_lists_dir, current_run_dir
-from recjudge_utils.protocols.few_shot import select_few_shot_examples
-from recjudge_utils.protocols.pointwise_score import SerendipityJudge
-from recjudge_utils.protocols.truth import reevaluation_truth
 from recjudge_utils.recommenders import RECOMMENDERS
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
@@ -58,7 +55,6 @@ from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_pl
 from recjudge_utils.recommenders.training import Trained, Tuning, train
 from recjudge_utils.splitting.temporal import (
     UnseenReport,
-    last_items,
     positive_interactions,
     slice_bounds,
     split_global_time,
@@ -72,7 +68,6 @@ __all__ = [
     "ReevaluationRun",
     "default_storage",
     "fit_fold",
-    "judge_recommendations",
     "prepare_folds",
     "random_tests",
     "run",
@@ -83,7 +78,6 @@ __all__ = [
     "write_lists",
 ]
 
-ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
 SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged users only
 
 
@@ -310,62 +304,6 @@ def top_k_frame(models: dict[str, Recommender], users: np.ndarray, k: int = 20) 
     return pd.concat(parts, ignore_index=True)
 
 
-def judge_recommendations(
-    recs: pd.DataFrame,
-    train: pd.DataFrame,
-    items: pd.DataFrame,
-    judge: SerendipityJudge,
-    n_history: int = 10,
-    desc: str | None = None,
-    future: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """Judge each distinct (user, item) pair of ``recs`` once; returns the judge's frame (one row per pair).
-
-    ``future`` (ratings after the training period) makes each request carry its truth for the simulated judge
-    (:func:`recjudge_utils.protocols.truth.reevaluation_truth`); the judged pairs get columns ``truth_g`` etc.
-    """
-    pairs = recs[["user", "item"]].drop_duplicates().sort_values(["user", "item"]).reset_index(drop=True)
-    hist = last_items(train, n_history)
-    pairs["history"] = [hist.get(int(u), []) for u in pairs["user"]]
-    if pairs.empty:
-        return pd.DataFrame(columns=["user", "item", "score", "status"])
-    if future is not None:
-        pairs = reevaluation_truth(pairs, future, items, hist)
-    judged = judge.score(pairs, items, desc=desc) if desc else judge.score(pairs, items)
-    if len(judged) != len(pairs):
-        raise RuntimeError(f"judge returned {len(judged)} rows for {len(pairs)} pairs")
-    judged = judged.copy()
-    judged["user"] = pairs["user"].to_numpy()
-    judged["item"] = pairs["item"].to_numpy()
-    for col in ("g", "relevance", "unexpectedness"):
-        if col in pairs and future is not None:
-            judged[f"truth_{col}"] = pairs[col].to_numpy()
-    return judged
-
-
-def make_scorer(
-    judge: Judge,
-    example_pairs: SerendipityPairs,
-    evaluated_users: Iterable[int],
-    config: ReevaluationConfig,
-    item_noun: str,
-) -> SerendipityJudge:
-    """The serendipity judge with few-shot examples that never come from an evaluated user."""
-    evaluated = {int(u) for u in evaluated_users}
-    examples = select_few_shot_examples(
-        example_pairs.pairs,
-        example_pairs.items,
-        n_per_level=config.n_shots // 5,
-        exclude_users=evaluated,
-        seed=config.seed,
-    )
-    if set(examples["user"]) & evaluated:
-        raise AssertionError("few-shot leakage: an evaluated user is also an example user")
-    return SerendipityJudge(
-        judge, template=config.template, examples=examples, n_history=config.n_history, item_noun=item_noun
-    )
-
-
 def random_tests(per_user: pd.DataFrame, metric: str = "p_ser") -> pd.DataFrame:
     """Each RS against Random on ``metric`` over the same judged users (paired t-test), Holm-adjusted for the
     number of RSs compared (statsmodels ``multipletests``); empty without a Random baseline."""
@@ -458,8 +396,13 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     folds = prepare_folds(dataset.interactions, folds=cfg.folds, n_users=cfg.n_users, seed=cfg.seed)
     timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
-    item_noun = ITEM_NOUNS.get(dataset.name, "movie")
-    scorer = make_scorer(judge, data.examples, all_judged, cfg, item_noun) if all_judged else None
+    scorer = (
+        serendipity_scorer(
+            judge, data.examples, all_judged, cfg.template, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name
+        )
+        if all_judged
+        else None
+    )
     if cfg.optuna_storage is None:
         current_run_dir().mkdir(parents=True, exist_ok=True)
     storage = cfg.optuna_storage or default_storage(current_run_dir())

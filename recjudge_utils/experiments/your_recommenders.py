@@ -31,7 +31,6 @@ protocol's noisy ranking recovers its perfect one and the held-out truth (Precis
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -46,7 +45,7 @@ from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
-from recjudge_utils.experiments.steps import sample_users
+from recjudge_utils.experiments.steps import ITEM_NOUNS, judge_recommendations, sample_users, serendipity_scorer
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.types import Judge
@@ -58,16 +57,14 @@ from recjudge_utils.paths import book_lists_dir
 from recjudge_utils.protocols.arena import PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.context.saer import Catalogue, build_context, domain_for
-from recjudge_utils.protocols.few_shot import select_few_shot_examples
 from recjudge_utils.protocols.pairwise import games
-from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge
+from recjudge_utils.protocols.pointwise_score import TEMPLATES
 from recjudge_utils.protocols.saer import SaerPointwise
-from recjudge_utils.protocols.truth import heldout_hits, reevaluation_truth
-from recjudge_utils.splitting.export import TemporalFold, temporal_fold
-from recjudge_utils.splitting.temporal import ground_truth, last_items
+from recjudge_utils.protocols.truth import heldout_hits
+from recjudge_utils.splitting.export import TemporalFold
+from recjudge_utils.splitting.temporal import ground_truth
 
 __all__ = [
-    "MEASURES",
     "OFFLINE",
     "PROTOCOLS",
     "YourRecommendersConfig",
@@ -77,6 +74,7 @@ __all__ = [
     "chosen_systems",
     "cost_at_scale",
     "judged_users",
+    "listed_users",
     "planned_calls",
     "read_system_lists",
     "recovery",
@@ -85,18 +83,8 @@ __all__ = [
 
 PROTOCOLS: tuple[str, ...] = ("serendipity", "arena", "saer")
 OFFLINE: tuple[str, ...] = ("precision", "recall", "ndcg")
-#: measure -> what its per-user value is (the chapter's tables say it in these words)
-MEASURES: dict[str, str] = {
-    "serendipity": "Avg.Score@k (1-5)",
-    "arena": "share of points in duels (0-1)",
-    "saer": "SAER label, Poor 0 .. Good 2",
-    "precision": "Precision@k",
-    "recall": "Recall@k",
-    "ndcg": "NDCG@k",
-}
 SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
 POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
-ITEM_NOUNS = {"goodreads": ("book", "books"), "amazon-beauty": ("product", "products")}
 
 
 @dataclass(frozen=True)
@@ -148,11 +136,6 @@ class YourRecommendersData:
         """The dataset's label, marked ``[STAND-IN]`` when it is not the paper's data."""
         return self.dataset.display_label
 
-    @classmethod
-    def split(cls, dataset: Dataset, fold: int) -> TemporalFold:
-        """The fold of chapter 2's temporal split (what ``export-split`` writes)."""
-        return temporal_fold(dataset, fold)
-
 
 def read_system_lists(
     dataset: Dataset,
@@ -183,11 +166,16 @@ def read_system_lists(
     )
 
 
+def listed_users(fold: TemporalFold, lists: RecommendationLists) -> list[int]:
+    """The fold's evaluation users that have a list in every system, sorted: the users the offline metrics cover and
+    the judged users are drawn from."""
+    return sorted({int(u) for u in fold.eval_users} & lists.users())
+
+
 def judged_users(fold: TemporalFold, lists: RecommendationLists, n_users: int, seed: int) -> list[int]:
-    """A seeded sample of ``n_users`` of the fold's evaluation users that have a list in every system (all of them
-    when ``n_users`` is 0): the same users for every protocol and every system."""
-    candidates = sorted({int(u) for u in fold.eval_users} & lists.users())
-    return sample_users(candidates, n_users, seed=[seed, fold.fold])
+    """A seeded sample of ``n_users`` of :func:`listed_users` (all of them when ``n_users`` is 0): the same users for
+    every protocol and every system."""
+    return sample_users(listed_users(fold, lists), n_users, seed=[seed, fold.fold])
 
 
 def chosen_systems(lists: RecommendationLists, names: Sequence[str] | None) -> list[str]:
@@ -256,7 +244,7 @@ def build_panel(data: YourRecommendersData, config: YourRecommendersConfig) -> P
 def offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig) -> dict[str, pd.DataFrame]:
     """Precision, Recall and NDCG@k of every system for every evaluation user with a list in all systems
     (users x systems), on the fold's test positives."""
-    users = sorted({int(u) for u in data.fold.eval_users} & data.lists.users())
+    users = listed_users(data.fold, data.lists)
     truth = ground_truth(data.fold.test)
     relevant = [truth.get(u, set()) for u in users]
     n_rel = np.array([len(r) for r in relevant])
@@ -281,25 +269,22 @@ def _serendipity(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
     users x systems matrix of Avg.Score)."""
-    examples = select_few_shot_examples(
-        data.examples.pairs,
-        data.examples.items,
-        n_per_level=config.n_shots // 5,
-        exclude_users=panel.users,
-        seed=config.seed,
-    )
-    noun, nouns = ITEM_NOUNS.get(data.dataset.name, ("movie", "movies"))
-    scorer = SerendipityJudge(
-        judge, template=config.template, examples=examples, n_history=config.n_history, item_noun=noun, items_noun=nouns
+    scorer = serendipity_scorer(
+        judge,
+        data.examples,
+        panel.users,
+        config.template,
+        config.n_shots,
+        config.n_history,
+        config.seed,
+        data.dataset.name,
     )
     recs = panel.frame()
-    pairs = recs[["user", "item"]].drop_duplicates().sort_values(["user", "item"]).reset_index(drop=True)
-    history = last_items(data.fold.train, config.n_history)
-    pairs["history"] = [history.get(int(u), []) for u in pairs["user"]]
     inter = data.dataset.interactions
     future = inter.loc[inter["timestamp"] > data.fold.train_end]
-    pairs = reevaluation_truth(pairs, future, data.dataset.items, history)
-    judged = scorer.score(pairs, data.dataset.items, desc="serendipity: judge")
+    judged = judge_recommendations(
+        recs, data.fold.train, data.dataset.items, scorer, config.n_history, "serendipity: judge", future
+    )
     per_user = per_user_metrics(recs, data.fold.test, judged, k=config.top_k)
     matrix = per_user.pivot_table(index="user", columns="rs", values="avg", dropna=False)
     return judged, per_user, matrix.reindex(index=panel.users, columns=panel.systems)
@@ -316,7 +301,7 @@ def _arena(
         data.dataset.users,
         n_history=config.n_history,
         dataset=data.dataset.name,
-        item_noun=ITEM_NOUNS.get(data.dataset.name, ("movie", "movies"))[1],
+        item_noun=f"{ITEM_NOUNS.get(data.dataset.name, 'movie')}s",
     )
     duel = PairwiseJudge(judge, context, k=config.top_k)
     comparisons = arena_comparisons(panel.systems, panel.users, config.arena_pairs)
@@ -359,7 +344,6 @@ class YourRecommendersRun(Run):
     experiment: ClassVar[str] = "your_recommenders"
 
     config: YourRecommendersConfig
-    lists_report: pd.DataFrame
     panel: Panel
     judgments: dict[str, pd.DataFrame]  # protocol -> one row per judge call (its status, raw answer, usage)
     matrices: dict[str, pd.DataFrame]  # measure -> users x systems
@@ -513,7 +497,6 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         judge_name=judge.model_name,
         data_label=data.display_label,
         timings=timings,
-        lists_report=data.lists.report(),
         panel=panel,
         judgments=judgments,
         matrices=matrices,
@@ -623,8 +606,3 @@ def cost_at_scale(
             row[f"US$ {model}, {n_users} users"] = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def finite(x: float) -> bool:
-    """Whether ``x`` is a finite number (not None, NaN or infinite)."""
-    return x is not None and math.isfinite(x)
