@@ -418,30 +418,40 @@ def _api_calls(frame: pd.DataFrame) -> int:
 
 
 def statistics(
-    matrices: Mapping[str, pd.DataFrame], measures: Sequence[str], n_boot: int, seed: int
+    judged: Mapping[str, pd.DataFrame],
+    shown: Mapping[str, pd.DataFrame],
+    measures: Sequence[str],
+    n_boot: int,
+    seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(system means with CIs per measure; Kendall tau between every two measures over the users they share;
-    the pairs each measure separates)."""
-    summary = []
-    separation = []
-    for m in measures:
-        means = system_means(matrices[m], n_boot=n_boot, seed=seed)
-        summary.append(means.assign(measure=m))
-        separation.append(separated_pairs(matrices[m], n_boot=n_boot, seed=seed).assign(measure=m))
+    """(system means with CIs of every measure in ``shown``; Kendall tau between every two ``measures`` over the users
+    ``judged`` holds for both; the pairs each of ``measures`` separates in ``shown``).
+
+    ``judged``: each measure over the judged users (what two rankings are compared on); ``shown``: each measure over
+    the users the chapter reports it for (the offline metrics over every evaluation user with lists)."""
+    summary = pd.concat(
+        [system_means(frame, n_boot=n_boot, seed=seed).assign(measure=m) for m, frame in shown.items()],
+        ignore_index=True,
+    )
+    separation = pd.concat(
+        [separated_pairs(shown[m], n_boot=n_boot, seed=seed).assign(measure=m) for m in measures], ignore_index=True
+    )
     taus = []
     for a, b in combinations(measures, 2):
-        users = matrices[a].index.intersection(matrices[b].index)
-        systems = [s for s in matrices[a].columns if s in matrices[b].columns]
+        users = judged[a].index.intersection(judged[b].index)
+        systems = [s for s in judged[a].columns if s in judged[b].columns]
         tau: Tau = kendall_tau(
-            matrices[a].loc[users, systems].to_numpy(dtype=float),
-            matrices[b].loc[users, systems].to_numpy(dtype=float),
+            judged[a].loc[users, systems].to_numpy(dtype=float),
+            judged[b].loc[users, systems].to_numpy(dtype=float),
             n_boot=n_boot,
             seed=seed,
         )
         taus.append({"a": a, "b": b, **tau.__dict__})
-    summary_frame = pd.concat(summary, ignore_index=True)[["measure", "system", "mean", "low", "high", "n"]]
-    sep = pd.concat(separation, ignore_index=True)
-    return summary_frame, pd.DataFrame(taus), sep[["measure", "a", "b", "difference", "low", "high", "separated"]]
+    return (
+        summary[["measure", "system", "mean", "low", "high", "n"]],
+        pd.DataFrame(taus),
+        separation[["measure", "a", "b", "difference", "low", "high", "separated"]],
+    )
 
 
 def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig | None = None) -> YourRecommendersRun:
@@ -473,24 +483,10 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         timings["judge saer"] = time.perf_counter() - t
     t = time.perf_counter()
     measures = [*cfg.protocols, *OFFLINE]
-    summary, taus, separation = statistics(matrices, measures, cfg.n_boot, cfg.seed)
-    # the offline rows of the table are over every evaluation user with lists, not only the judged ones
-    offline_summary = pd.concat(
-        [system_means(offline[m], n_boot=cfg.n_boot, seed=cfg.seed).assign(measure=m) for m in OFFLINE],
-        ignore_index=True,
-    )
-    summary = pd.concat(
-        [summary.loc[~summary["measure"].isin(OFFLINE)], offline_summary[summary.columns]], ignore_index=True
-    )
-    # and so are the pairs the offline metrics separate
-    offline_separation = pd.concat(
-        [separated_pairs(offline[m], n_boot=cfg.n_boot, seed=cfg.seed).assign(measure=m) for m in OFFLINE],
-        ignore_index=True,
-    )
-    separation = pd.concat(
-        [separation.loc[~separation["measure"].isin(OFFLINE)], offline_separation[separation.columns]],
-        ignore_index=True,
-    )
+    # the offline metrics are reported over every evaluation user with lists, and ranked against the protocols over
+    # the judged users
+    shown = {**{p: matrices[p] for p in cfg.protocols}, **offline}
+    summary, taus, separation = statistics(matrices, shown, measures, cfg.n_boot, cfg.seed)
     timings["summarise"] = time.perf_counter() - t
     return YourRecommendersRun(
         config=cfg,
