@@ -139,3 +139,15 @@ def test_a_judge_whose_answers_never_parse_gets_every_table_and_no_claim(tmp_pat
     assert isinstance(report.verdict_figure(run), Figure)
     assert isinstance(report.agreement_figure(run), Figure)
     assert len(report.unparsed_table(run).data) == 3  # type: ignore[union-attr]
+
+
+def test_serendipity_table_gives_the_papers_three_numbers(run: ours.YourRecommendersRun) -> None:
+    shown = report.serendipity_table(run).data  # type: ignore[union-attr]
+    assert list(shown.columns) == ["system", "Avg.Score@k (1-5)", "P_ser@k", "N_ser@k"]
+    assert list(shown["system"]) == run.panel.systems
+    p_ser = run.summary[run.summary["measure"] == "p_ser"].set_index("system")
+    first = run.panel.systems[0]
+    assert shown.loc[0, "P_ser@k"].startswith(f"{p_ser.loc[first, 'mean']:.3f}")
+    # P_ser is the share of slots scored >= 4, so between 0 and 1, and it joins no ranking
+    assert p_ser["mean"].between(0, 1).all()
+    assert not run.taus["a"].isin(["p_ser", "n_ser"]).any() and not run.taus["b"].isin(["p_ser", "n_ser"]).any()

@@ -83,6 +83,8 @@ __all__ = [
 
 PROTOCOLS: tuple[str, ...] = ("serendipity", "arena", "saer")
 OFFLINE: tuple[str, ...] = ("precision", "recall", "ndcg")
+#: the serendipity paper's list metrics shown beside Avg.Score@k (its own per-user values, from serendipity_at_k)
+SERENDIPITY_ALSO: tuple[str, ...] = ("p_ser", "n_ser")
 SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
 POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
 
@@ -484,8 +486,11 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     t = time.perf_counter()
     measures = [*cfg.protocols, *OFFLINE]
     # the offline metrics are reported over every evaluation user with lists, and ranked against the protocols over
-    # the judged users
+    # the judged users; P_ser and N_ser are reported beside Avg.Score, which ranks the systems for the protocol
     shown = {**{p: matrices[p] for p in cfg.protocols}, **offline}
+    for m in SERENDIPITY_ALSO if len(ser_per_user) else ():
+        wide = ser_per_user.pivot_table(index="user", columns="rs", values=m, dropna=False)
+        shown[m] = wide.reindex(index=panel.users, columns=panel.systems)
     summary, taus, separation = statistics(matrices, shown, measures, cfg.n_boot, cfg.seed)
     timings["summarise"] = time.perf_counter() - t
     return YourRecommendersRun(

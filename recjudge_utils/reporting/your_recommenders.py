@@ -27,6 +27,7 @@ __all__ = [
     "recovery_table",
     "scale_table",
     "separation_table",
+    "serendipity_table",
     "takeaways_items",
     "tau_table",
     "template_line",
@@ -112,6 +113,33 @@ def verdict_table(run: YourRecommendersRun) -> Styler:
         table,
         f"Each system under each protocol (judge: {run.judge_name}; {len(run.panel.users)} judged users) and "
         "offline on the test split (every evaluation user with lists): mean over users [95% bootstrap CI]",
+    )
+
+
+def serendipity_table(run: YourRecommendersRun) -> Styler | str:
+    """The serendipity paper's three list metrics per system (Avg.Score@k ranks the systems for the protocol; P_ser@k
+    and N_ser@k count items the judge scores 4 or 5), each ``estimate [95% CI] (n)`` over the judged users."""
+    frame = run.summary[run.summary["measure"].isin(["serendipity", "p_ser", "n_ser"])]
+    if "serendipity" not in run.config.protocols or frame.empty:
+        return "The serendipity protocol was not run."
+    columns = {"serendipity": "Avg.Score@k (1-5)", "p_ser": "P_ser@k", "n_ser": "N_ser@k"}
+    rows = []
+    for s in run.panel.systems:
+        row = {"system": s}
+        for m, header in columns.items():
+            part = frame[(frame["measure"] == m) & (frame["system"] == s)]
+            r = part.iloc[0] if len(part) else None
+            row[header] = (
+                f"{estimate_cell(r['mean'], r['low'], r['high'])} (n={int(r['n'])})"
+                if r is not None and _ok(r["mean"])
+                else f"no parsed judgment (n={0 if r is None else int(r['n'])})"
+            )
+        rows.append(row)
+    return captioned(
+        pd.DataFrame(rows),
+        "The serendipity protocol in the paper's three numbers: the mean score of a list, and the share (P_ser) and "
+        "discounted share (N_ser) of its slots holding an item the judge scores 4 or 5; mean over the judged users "
+        "[95% bootstrap CI]",
     )
 
 
