@@ -49,6 +49,7 @@ from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_pairs
 from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for
 from recjudge_utils.protocols.pairwise import Game, games, judge_games
 from recjudge_utils.protocols.saer import (
+    RESULT_COLUMNS,
     VERSION_NAMES,
     VERSIONS,
     SaerAdversarial,
@@ -269,16 +270,6 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
 
 
 # ----------------------------------------------------------------------------------------------- judging
-_RESULT_COLUMNS = (
-    "status",
-    "reason",
-    "raw_text",
-    "latency_s",
-    "cache_hit",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-)
 
 
 def _main_first(config: SaerConfig) -> list[str]:
@@ -363,7 +354,7 @@ def judge_pairwise(
             "reasoning": raw.get("reasoning", pd.Series([None] * len(raw))),
         }
     )
-    for col in _RESULT_COLUMNS:
+    for col in RESULT_COLUMNS:
         calls[col] = raw[col]
     calls["winner"] = calls["winner"].where(calls["winner"].notna(), None)
     both = games(raw, ["verdict"])

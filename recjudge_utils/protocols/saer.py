@@ -25,6 +25,7 @@ from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, CustomerCo
 from recjudge_utils.protocols.truth import list_label_truth
 
 __all__ = [
+    "RESULT_COLUMNS",
     "VERSIONS",
     "VERSION_NAMES",
     "SaerAdversarial",
@@ -116,13 +117,23 @@ def set_position(verdict: str) -> str:
     return POSITION_OF_SET[verdict]
 
 
-_RESULT_COLUMNS = ("status", "reason", "raw_text", "latency_s", "cache_hit", "prompt_tokens", "completion_tokens")
+#: the judgment fields every SAER outcome row carries: status, reason, raw answer and accounting
+RESULT_COLUMNS = (
+    "status",
+    "reason",
+    "raw_text",
+    "latency_s",
+    "cache_hit",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
 
 
 def result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
     """The judgment's status, reason, raw answer and accounting, as every SAER outcome row carries them."""
     row = res.to_row()
-    return {k: row[k] for k in (*_RESULT_COLUMNS, "cost_usd")}
+    return {k: row[k] for k in RESULT_COLUMNS}
 
 
 @dataclass(frozen=True)
