@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from conftest import with_label_probs
 
+from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.protocols import few_shot
@@ -101,7 +102,8 @@ def test_paper_table1_transcription():
 # ----------------------------------------------------------------------------------------------- parsing
 def parser_for(template: str, stage: int = 0):
     """The strict parser of a template's ``stage``-th call, as the judge builds it from the prompt's answer format."""
-    return sj.template_stages(template)[stage].parser()
+    st = sj.template_stages(template)[stage]
+    return answer_format(st.prompt.answer_format).parser(st.fields)
 
 
 @pytest.mark.parametrize(

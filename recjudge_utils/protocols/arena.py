@@ -14,7 +14,6 @@ Fixed instructions come first (system message), the per-user content last.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -124,7 +123,7 @@ class PairwiseJudge:
         self.aspect_keys = [aspect_key(a) for a in self.aspects]
         self.k = k
         self.template = load_prompt(template)
-        self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 512)))
+        self.max_tokens = max_tokens  # None: the prompt file's budget
 
     def messages(self, user: int, list_a: Sequence[int], list_b: Sequence[int]) -> tuple[Message, ...]:
         """The messages showing ``list_a`` as A (first) and ``list_b`` as B to ``user``."""
@@ -217,7 +216,7 @@ class AbsoluteJudge:
         self.aspects = resolve_aspects(aspects)
         self.k = k
         self.template = load_prompt("arena/absolute")
-        self.max_tokens = int(max_tokens or cast(int, self.template.get("max_tokens", 128)))
+        self.max_tokens = max_tokens  # None: the prompt file's budget
 
     def request(
         self,

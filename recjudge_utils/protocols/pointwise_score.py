@@ -27,7 +27,7 @@ them), each request carries it as :class:`~recjudge_utils.answer_formats.truth.S
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,6 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, levels_schema
 from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue, make_request
@@ -98,15 +97,6 @@ class Stage:
     def label_field(self) -> str:
         """The field whose logprobs give the expected label."""
         return str(self.prompt.get("label_field"))
-
-    @property
-    def max_tokens(self) -> int:
-        """The stage's answer budget from its front matter."""
-        return int(cast(int, self.prompt.get("max_tokens", 32)))
-
-    def parser(self) -> Callable[[str], dict[str, int]]:
-        """The strict parser of the stage's answer, from the format its prompt declares."""
-        return answer_format(self.prompt.answer_format).parser(self.fields)
 
 
 def template_stages(template: str) -> tuple[Stage, ...]:
