@@ -78,6 +78,21 @@ def fake_manifest(status: str = "ok") -> dict[str, object]:
         "actual": {"notebooks": [{"notebook": "01_fake", "judgments": 3, "cache_hits": 0, **usage}]},
         "training_seconds": 0.0,
         "endpoint_adaptations": {},
+        "judge_health": [
+            {
+                "notebook": "01_fake",
+                "judgments": 3,
+                "parsed": 0,
+                "unparsed": 3,
+                "errors": 0,
+                "cache_hits": 0,
+                "repaired": 0,
+                "unusable_share": 1.0,
+                "flagged": True,
+                "unparsed_reasons": [["no JSON object in the answer", 3]],
+                "error_reasons": [],
+            }
+        ],
     }
 
 
@@ -161,7 +176,15 @@ def test_report_opens_with_the_manifest(built: ReportFiles) -> None:
     body = html[html.index("<body") :]
     manifest = body.index("Run manifest")
     assert "stale copy" not in html  # the manifest page is made from manifest.json, not the executed copy
-    for text in ("simulated-judge-for-the-report-test", FAKE_COMMIT, "n_users", "plan beside actual", "120 / 120"):
+    health = ("Judge health", "0 of 3 usable ⚠ more than a fifth unusable", "unparsed (3 of 3)")
+    for text in (
+        "simulated-judge-for-the-report-test",
+        FAKE_COMMIT,
+        "n_users",
+        *health,
+        "plan beside actual",
+        "120 / 120",
+    ):
         assert manifest < body.index(text) < body.index("Fake intro"), text
     assert body.index("Fake intro") < body.index("Fake chapter")
 

@@ -38,9 +38,10 @@ COLOUR_BLIND = (
 )  # fmt: skip
 
 
-def test_forest_plot_refuses_no_rows() -> None:
-    with pytest.raises(ValueError):
-        forest_plot(pd.DataFrame(columns=["label", "value", "low", "high"]))
+def test_forest_plot_without_rows_is_a_figure_saying_so() -> None:
+    fig = forest_plot(pd.DataFrame(columns=["label", "value", "low", "high"]))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["nothing to plot: no parsed judgment"]
+    assert not fig.axes[0].lines  # no estimate drawn
 
 
 @pytest.mark.parametrize("n", range(1, len(COLOUR_BLIND) + 1))

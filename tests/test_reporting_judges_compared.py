@@ -255,3 +255,23 @@ def test_tables_for_people_put_ours_beside_the_papers() -> None:
     assert not any("_" in column for column in table.columns)
     assert compare.saer_detection_table([]).empty
     assert str(compare.shown(compare.saer_detection_table([]), "SAER")).startswith("*SAER*: no run")
+
+
+def test_health_table_flags_a_chapter_with_more_than_a_fifth_unusable() -> None:
+    def run(name: str, counts: dict[str, tuple[int, int]]) -> compare.Run:
+        results = {
+            nb: {"judgments": {"n": n, "parsed": p, "unparsed": n - p, "error": 0}} for nb, (p, n) in counts.items()
+        }
+        return compare.Run(name, {"judge": {"name": name, "model": name}}, results, shown_as=name)
+
+    runs = [run("good", {"01_x": (40, 40), "03_y": (32, 40)}), run("bad", {"01_x": (0, 40), "03_y": (31, 40)})]
+    table = compare.health_table(runs).set_index("run")
+    assert (
+        table.loc["good", "01"] == "40 of 40" and table.loc["good", "03"] == "32 of 40"
+    )  # exactly a fifth: not flagged
+    assert table.loc["bad", "01"] == "0 of 40 ⚠" and table.loc["bad", "03"] == "31 of 40 ⚠"
+    sentence = compare._health_takeaway(runs)
+    assert sentence is not None and sentence.startswith(
+        "More than a fifth of the answers could not be read in bad (chapter 1: 0 of 40; chapter 3: 31 of 40 readable)"
+    )
+    assert compare._health_takeaway(runs[:1]) is None

@@ -137,3 +137,28 @@ def test_caveats_are_admonitions_only_where_they_apply(separated, overlapping) -
     rule = [n for n in report.table1_notes(separated) if "CoT and LtM see the rule" in n.text]
     assert len(rule) == 1 and rule[0].text.startswith("```{admonition}")
     assert not [n for n in report.table1_notes(overlapping) if "see the rule" in n.text]  # real data: no such note
+
+
+def test_no_parsed_template_selects_none_and_every_report_says_so(scripted_judge, tmp_path) -> None:
+    run = toy_run(scripted_judge, lambda req: "I would rather not say.", is_real=False)
+    assert run.selected is None and run.overlapping == [] and run.template_tests.empty
+    assert "selected" not in {r.metric for r in run.results()}
+    health = "0 of 120 answers could be read; the other 120 (120 unparsed): 120 × no JSON object found in answer."
+    first, fallback = report.takeaways_items(run)
+    assert first.endswith(health) and "none was selected" in first
+    assert "CoT, the paper's choice" in fallback
+    (warning,) = report.health_notes(run)
+    assert "This run cannot answer which template judges best" in warning.text
+    lines = report.selection_lines(run, tmp_path / "selected_template.json")
+    assert lines[0].startswith("selected template: none. 0 of 120 answers could be read")
+    table = report.table1(run).data
+    assert (table[("MAE", "this run (95 % CI)")] == "no parsed judgment").all()
+    written = json.loads(prompt_selection.save_selection(run, tmp_path / "sel.json").read_text())
+    assert written["template"] is None and written["reason"].startswith("no template produced a parsed answer")
+
+
+def test_a_mostly_unparsed_run_leads_its_takeaways_with_what_could_be_read(scripted_judge) -> None:
+    count = iter(range(10**6))
+    run = toy_run(scripted_judge, lambda req: "no" if next(count) % 2 else exact_cot_reversed_base(req), False)
+    first = report.takeaways_items(run)[0]
+    assert first.startswith("Every number below rests on the answers that could be read: 60 of 120 answers")

@@ -84,10 +84,23 @@ def test_takeaways_rank_and_differ_only_where_the_intervals_separate(runs):
     assert "cannot rank the two" in prompts  # both versions score the same positions
 
 
-def test_takeaways_leave_out_what_nothing_parsed(scripted_judge):
+def test_takeaways_say_what_the_judge_returned_when_nothing_parsed(scripted_judge):
     run = saer.run(scripted_judge(lambda req: "no idea"), _toy_dataset(), CONFIG)
-    assert report.takeaways_items(run) == []
+    (only,) = report.takeaways_items(run)  # one item: a takeaways callout with none raises
+    assert only.startswith("No label, verdict or adversarial answer could be read, so nothing can be measured: 0 of ")
+    assert "72 unparsed" in only and "no REASONING/CATEGORY/FLAGGED ITEMS/VERDICT field" in only
     assert "No answer of this run parsed" in report.run_notes(run).text
+    (warning,) = report.health_notes(run)
+    assert "No usable judgments" in warning.text
+
+
+def test_takeaways_lead_with_the_unusable_share_when_more_than_a_fifth_failed(scripted_judge):
+    answers = iter(range(10**6))
+    half = scripted_judge(lambda req: "no idea" if next(answers) % 2 else reader(req))
+    run = saer.run(half, _toy_dataset(), CONFIG)
+    items = report.takeaways_items(run)
+    assert items[0].startswith("The numbers below rest on the answers that could be read: ")
+    assert report.health_notes(run) == []
 
 
 def test_display_tables_are_for_people(runs):

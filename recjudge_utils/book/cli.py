@@ -4,6 +4,7 @@
     python -m recjudge_utils.book run --run gpt --judge gpt-4o-mini --scale paper
     python -m recjudge_utils.book run --run x --model gpt-4o-mini --base-url https://api.openai.com/v1 -p n_users 200
     python -m recjudge_utils.book run --only 03 --no-build -p top_k 10   # one notebook, no HTML
+    python -m recjudge_utils.book run --run gpt --judge gpt-4o-mini --offline   # from the cache: no key, no call
     python -m recjudge_utils.book plan --run gpt --judge gpt-4o-mini --scale paper   # calls, tokens, $, hours
     python -m recjudge_utils.book build --run gpt                        # the HTML book from an existing run
     python -m recjudge_utils.book export gpt                             # runs/gpt.recjudge.jsonl.gz
@@ -18,8 +19,11 @@
 variable that holds it. A bad profile fails before any notebook runs.
 ``tune`` is a worker for notebook 2's TPE studies (see :mod:`recjudge_utils.book.tune`): start any number, on
 any machines, with the same ``--storage``; then run the book with ``-p optuna_storage`` set to that storage.
+``replay`` and ``run --offline`` check before any notebook runs that every answer they need is at hand (in the
+archive, in the cache), and refuse with the count per notebook when one is not.
 Exit codes: 0 done, 1 a notebook (or the book build, or a study, or a report) failed, 2 a usage, profile or
-archive error, 3 ``report`` wrote the HTML but no PDF (no Chromium).
+archive error, or answers missing for a replay or an offline run, 3 ``report`` wrote the HTML but no PDF (no
+Chromium).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from recjudge_utils.book.runner import (
     JUDGE_PARAMETER,
     NotebookFailed,
     build_book,
+    check_offline,
     check_parameter_names,
     check_selection,
     parameter_cell,
@@ -105,10 +110,19 @@ def export_archive(run_name: str) -> Path:
 
 
 def replay(path: Path, args: argparse.Namespace, root: Path) -> int:
-    """Import the archive, rerun its notebooks offline (no key, no network, no model call), compare the results."""
-    archive = import_archive(path, accept_version_mismatch=args.accept_version_mismatch)
+    """Import the archive, rerun its notebooks offline (no key, no network, no model call), compare the results.
+
+    Before anything is imported or run, the archive must hold every answer its run received (or this machine's cache
+    must): otherwise it is refused with the count per notebook (:func:`~recjudge_utils.book.archive.answer_check`)."""
+    archive = import_archive(path, accept_version_mismatch=args.accept_version_mismatch, unchecked=args.unchecked)
     manifest = archive.header["manifest"]
     profile = load_profile(manifest["judge"])
+    if archive.checked:
+        answered = sum(c.answered for c in archive.checked)
+        print(f"checked: the archive (with this machine's cache) holds all {answered} answers its run received")
+    for c in archive.checked:
+        if c.failed:  # not missing: the run never had these answers, and its results were computed without them
+            print(f"  {c.notebook}: {c.failed} requests failed in the archived run too; replayed as errors, as then")
     run_name = args.run or manifest["run"]
     only = sorted({Path(nb["notebook"]).stem[:2] for nb in manifest["notebooks"]})
     if manifest.get("endpoint_adaptations"):  # the requests were sent adapted: replay them under the same keys
@@ -263,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     run_p = sub.add_parser("run", help="execute the notebooks into runs/NAME/ and build the book (the default)")
     _selection_options(run_p)
     run_p.add_argument("--no-build", action="store_true", help="execute the notebooks but do not build the HTML")
+    run_p.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer every request from the cache (runs/cache.sqlite): no key, no network, no model call. A plan "
+        "first checks that the cache answers every request the run will make, and refuses with the count per "
+        "notebook when it does not",
+    )
     plan_p = sub.add_parser("plan", help="render every request, call no model, print calls, tokens, cost, hours")
     _selection_options(plan_p)
     build_p = sub.add_parser("build", help="build the HTML book from an existing run, execute nothing")
@@ -275,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay_p.add_argument("--no-build", action="store_true", help="rerun the notebooks but do not build the HTML")
     replay_p.add_argument("--log-output", action="store_true", help="stream notebook output to this terminal")
     replay_p.add_argument("--accept-version-mismatch", action="store_true", help="replay an archive of another version")
+    replay_p.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="replay even when the archive lacks answers its run received, or does not list them (an archive exported "
+        "by an earlier version): a missing answer becomes an error in its notebook",
+    )
     report_p = sub.add_parser(
         "report", help="one self-contained HTML file of a run (manifest first, no code) and its PDF (headless Chromium)"
     )
@@ -348,8 +375,11 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
         summary = plan(profile, args.run, parameters, args.only, root, args.scale, args.log_output)
         print(plan_text(summary))
         return 0
-    profile.check(preflight=True)  # fails before any notebook runs
-    run(profile, args.run, parameters, args.only, not args.no_build, args.log_output, root, args.scale)
+    if args.offline:  # no key and no endpoint needed; the cache must answer everything instead
+        check_offline(profile, args.run, parameters, args.only, root, args.scale, args.log_output)
+    else:
+        profile.check(preflight=True)  # fails before any notebook runs
+    run(profile, args.run, parameters, args.only, not args.no_build, args.log_output, root, args.scale, args.offline)
     return 0
 
 

@@ -2,9 +2,9 @@
 
 The report is the book's own rendering of one run: the same Sphinx/MyST configuration (so admonitions, citations,
 glued numbers, captions and tables look as they do in the book) builds the run's executed notebooks as a single
-page, code inputs removed, the run manifest (judge, parameters, scale, commit, plan beside actual usage) first.
-That page is then made self-contained: stylesheets inlined, images and fonts embedded as data URIs, every script
-and every link to another file removed, so it opens from an e-mail attachment without network.
+page, code inputs removed, the run manifest (judge, parameters, scale, commit, judge health, plan beside actual
+usage) first. That page is then made self-contained: stylesheets inlined, images and fonts embedded as data URIs,
+every script and every link to another file removed, so it opens from an e-mail attachment without network.
 
 Math: a self-contained file cannot load MathJax's fonts and extensions, so MathJax runs once, in headless Chromium,
 while the report is assembled; the typeset result (MathJax's HTML, its stylesheet, its fonts as data URIs) is what
@@ -34,6 +34,7 @@ import yaml
 from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.browser_check import CHROMIUM_NAMES, find_chromium
 from recjudge_utils.book.runner import NotebookRun, RunManifest, manifest_markdown
+from recjudge_utils.book.usage import health_from_logs
 from recjudge_utils.paths import MANIFEST_FILE
 
 with optional_imports("book"):
@@ -116,6 +117,9 @@ def load_manifest(run_folder: Path) -> RunManifest:
         raise ValueError(f"run {run_folder.name!r} is still running (its manifest says so): report it when finished")
     known = {f.name for f in fields(RunManifest)}
     data["notebooks"] = [NotebookRun(**nb) for nb in data.get("notebooks", [])]
+    if "judge_health" not in data and (data.get("actual") or {}).get("notebooks"):
+        # a run made before manifests held the judge's health: counted now from its logs, so the report shows it too
+        data["judge_health"] = health_from_logs(run_folder, data["actual"]["notebooks"])
     return RunManifest(**{k: v for k, v in data.items() if k in known})
 
 

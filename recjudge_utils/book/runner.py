@@ -1,8 +1,10 @@
 """Execute the notebooks of one named run with papermill, and build the Jupyter Book from a run.
 
 A run lives in ``runs/<name>/``: ``executed/`` (the executed notebooks), ``manifest.json`` and ``run_manifest.md``
-(what produced them), and one folder per notebook with its judgment log and ``results.json``. Runs coexist; the
-answer cache (``runs/cache.sqlite``) and the trained recommenders (``runs/artifacts/``) are shared by all of them.
+(what produced them, and how healthy the judge was: parsed, unparsed and failed answers per notebook), and one folder
+per notebook with its judgment log and ``results.json``. Runs coexist; the answer cache (``runs/cache.sqlite``) and
+the trained recommenders (``runs/artifacts/``) are shared by all of them. An offline run (answers from the cache
+only) is checked first by a plan (:func:`check_offline`).
 
 Parameters reach each notebook that declares them: the judge profile as the one ``judge`` parameter, the scale's
 values (:mod:`recjudge_utils.book.scales`), then every ``-p NAME VALUE`` (VALUE read as YAML). A name no notebook
@@ -22,6 +24,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,10 +37,29 @@ import yaml
 from recjudge_utils import __version__
 from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.scales import scale_parameters
-from recjudge_utils.book.usage import METHOD_FILE, actual_usage, log_offsets, plan_summary, read_jsonl
+from recjudge_utils.book.usage import (
+    METHOD_FILE,
+    actual_usage,
+    health_line,
+    health_text,
+    judge_health,
+    log_offsets,
+    plan_summary,
+    read_jsonl,
+)
+from recjudge_utils.judge.backends import backend_class
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
+from recjudge_utils.judge.planning import PLAN_FILE
 from recjudge_utils.judge.profiles import JudgeProfile
-from recjudge_utils.paths import DEFAULT_RUN, MANIFEST_FILE, check_run_name, project_root, runs_dir
+from recjudge_utils.paths import (
+    DEFAULT_RUN,
+    MANIFEST_FILE,
+    SELECTED_TEMPLATE_FILE,
+    check_run_name,
+    project_root,
+    runs_dir,
+)
+from recjudge_utils.protocols.pointwise_score import choose_template
 from recjudge_utils.recommenders.artifacts import compute_log
 from recjudge_utils.recommenders.plan_standin import FITTED, METHODS_FILE, STAND_IN, STORED
 from recjudge_utils.registry import suggestion
@@ -46,11 +68,14 @@ with optional_imports("book"):
     import nbformat
 
 __all__ = [
+    "CacheCheck",
     "DeclaredParameter",
+    "MissingAnswers",
     "NotebookFailed",
     "NotebookRun",
     "RunManifest",
     "build_book",
+    "check_offline",
     "check_parameter_names",
     "check_selection",
     "declared_parameters",
@@ -110,6 +135,9 @@ class RunManifest:
     training_seconds: float = 0.0
     #: what the judge's endpoint rejected and how requests were adapted (``endpoint_adaptations.json`` of the run)
     endpoint_adaptations: dict[str, Any] = field(default_factory=dict)
+    #: per notebook judged with the run's profile: judgments, parsed, unparsed, errors, cache hits, the most common
+    #: reasons, and whether more than a fifth of its answers were unusable (:func:`.usage.judge_health`)
+    judge_health: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -275,6 +303,15 @@ def select_notebooks(notebook_dir: Path, only: Sequence[str] | None) -> list[Pat
     return notebooks
 
 
+def template_selection_line(selected_file: Path) -> str:
+    """The run summary's line on chapter 1's selection, and what chapter 7 then judges with (chapter 2 uses its own
+    ``template`` parameter, CoT unless set)."""
+    choice = choose_template(None, selected_file)
+    if choice.why == "chapter 1's selection in this run":
+        return f"template selection: chapter 1 selected {choice.template}; chapter 7 judges with it"
+    return f"template selection: {choice.template}, {choice.why} (chapter 2 uses its template parameter)"
+
+
 def manifest_markdown(manifest: RunManifest) -> str:
     """The manifest as a book page, so every published report says what produced it."""
     judge = manifest.judge
@@ -320,8 +357,49 @@ def manifest_markdown(manifest: RunManifest) -> str:
             "| --- | --- | --- | --- |",
             *changes,
         ]
+    health = judge_health_table(manifest)
+    lines += ["", *health] if health else []
     lines += ["", *plan_beside_actual(manifest)]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text as a code span in a Markdown table cell (an answer's reason may hold a pipe or a backtick)."""
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def _reason_cell(row: dict[str, Any]) -> str:
+    parts = []
+    for kind, count in (("unparsed", row["unparsed"]), ("error", row["errors"])):
+        reasons = row.get(f"{kind}_reasons") or []
+        if count and reasons:
+            reason, n = reasons[0]
+            parts.append(f"{kind} ({n} of {count}): {_cell(str(reason))}")
+    return "; ".join(parts) or "-"
+
+
+def judge_health_table(manifest: RunManifest) -> list[str]:
+    """The manifest page's judge health: per notebook, what its judge's answers were worth, flagged where more than
+    a fifth were unusable."""
+    rows = manifest.judge_health
+    if not rows:
+        return []
+    lines = [
+        "## Judge health",
+        "",
+        "An answer is usable when it parsed; an unparsed answer (not in the format asked for) or a failed call is not. "
+        "⚠ marks a notebook where more than a fifth of the answers were unusable: its results rest on fewer judgments "
+        "than it asked for. Cache hits count like any answer.",
+        "",
+        "| notebook | judgments | parsed | unparsed | errors | cache hits | judge health | most common reason |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['notebook']} | {row['judgments']} | {row['parsed']} | {row['unparsed']} | {row['errors']} | "
+            f"{row['cache_hits']} | {health_text(row)} | {_reason_cell(row)} |"
+        )
+    return lines
 
 
 def plan_beside_actual(manifest: RunManifest) -> list[str]:
@@ -484,7 +562,8 @@ def run(
 
     The manifest is written before the first notebook (``"status": "running"``, judge, scale, parameters), after
     each notebook, and at the end with the usage, so the run's judge is named even while it executes.
-    ``offline``: the notebooks' judges answer only from the cache (a replay of an imported archive).
+    ``offline``: the notebooks' judges answer only from the cache (a replay of an imported archive, or
+    ``run --offline``, which calls :func:`check_offline` first).
 
     Raises:
         NotebookFailed: a notebook raised; every failed notebook is named with its cell and error.
@@ -541,10 +620,16 @@ def run(
     manifest.finished_utc = datetime.now(UTC).isoformat(timespec="seconds")
     seconds = {Path(r.notebook).stem: r.seconds for r in manifest.notebooks}
     manifest.actual = {"notebooks": actual_usage(folder, offsets, seconds).to_dict("records")}
+    manifest.judge_health = judge_health(folder, offsets)
     failures = [r for r in manifest.notebooks if r.status != "ok"]
     manifest.status = "failed" if failures else "ok"
     write_manifest(folder, manifest)
     shutil.copy2(folder / "run_manifest.md", out_dir / "run_manifest.md")
+    for row in manifest.judge_health:  # before a failure is raised: a failing judge is often why a notebook failed
+        if row["flagged"]:
+            print(f"judge health: {health_line(row)}", flush=True)
+    if any(nb.name.startswith("01_") for nb in notebooks) and (folder / SELECTED_TEMPLATE_FILE).is_file():
+        print(template_selection_line(folder / SELECTED_TEMPLATE_FILE), flush=True)
 
     if failures:
         details = "; ".join(f"{r.notebook} failed at cell {r.failed_cell}: {r.error}" for r in failures)
@@ -680,22 +765,16 @@ def _plan_method(scratch: Path, notebook: str) -> dict[str, Any]:
     return method
 
 
-def plan(
+def _plan_into(
+    scratch: Path,
     profile: JudgeProfile,
-    run_name: str = DEFAULT_RUN,
-    parameters: Mapping[str, Any] | None = None,
-    only: Sequence[str] | None = None,
-    root: Path | None = None,
-    scale: str = "demo",
-    log_output: bool = False,
-) -> dict[str, Any]:
-    """Execute the notebooks in plan mode (every request recorded, none sent, no recommender trained or stored;
-    ``runs/<run>/plan/``) and write ``runs/<run>/plan.json``: per notebook and in total, how the requests were
-    rendered (stored recommenders or stand-ins), calls, tokens (with the rule used), cost with and without Batch,
-    and hours. Needs no API key."""
-    root, declared, extra = _selection(root, only, parameters)
-    folder = run_dir(run_name)
-    scratch = folder / "plan"
+    declared: Mapping[Path, set[str]],
+    extra: Mapping[str, Any],
+    scale: str,
+    log_output: bool,
+) -> tuple[list[Path], dict[str, dict[str, Any]]]:
+    """Execute the notebooks that take the run's judge in plan mode with ``scratch`` as their run folder; returns
+    them and how each rendered its requests. Raises NotebookFailed when one could not be planned."""
     shutil.rmtree(scratch, ignore_errors=True)
     (scratch / "executed").mkdir(parents=True)
     skipped = [nb.name for nb, names in declared.items() if JUDGE_PARAMETER not in names]
@@ -713,6 +792,26 @@ def plan(
     failures = [f"{r.notebook} failed at cell {r.failed_cell}: {r.error}" for r in failed]
     if failures:
         raise NotebookFailed("the plan could not render every request: " + "; ".join(failures))
+    return notebooks, methods
+
+
+def plan(
+    profile: JudgeProfile,
+    run_name: str = DEFAULT_RUN,
+    parameters: Mapping[str, Any] | None = None,
+    only: Sequence[str] | None = None,
+    root: Path | None = None,
+    scale: str = "demo",
+    log_output: bool = False,
+) -> dict[str, Any]:
+    """Execute the notebooks in plan mode (every request recorded, none sent, no recommender trained or stored;
+    ``runs/<run>/plan/``) and write ``runs/<run>/plan.json``: per notebook and in total, how the requests were
+    rendered (stored recommenders or stand-ins), calls, tokens (with the rule used), cost with and without Batch,
+    and hours. Needs no API key."""
+    root, declared, extra = _selection(root, only, parameters)
+    folder = run_dir(run_name)
+    scratch = folder / "plan"
+    notebooks, methods = _plan_into(scratch, profile, declared, extra, scale, log_output)
     table = plan_summary(scratch, profile, [nb.stem for nb in notebooks])
     summary = {
         "judge": profile.to_dict(),
@@ -729,3 +828,132 @@ def plan(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / PLAN_JSON).write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+class MissingAnswers(ValueError):
+    """An offline run would ask for answers the cache does not hold; the message gives the count per notebook and
+    what to do. Raised before any notebook runs (the command line: exit code 2)."""
+
+
+@dataclass(frozen=True)
+class CacheCheck:
+    """One notebook of an offline check: the distinct requests its plan rendered exactly, how many of those the
+    cache does not answer, how many more failed when the run was made (its judgment log says so: no answer exists,
+    and offline they fail again), and what the check could not see (chained requests, stand-in recommenders)."""
+
+    notebook: str
+    requests: int
+    missing: int
+    chained: int = 0
+    stand_ins: str = ""
+    failed_before: int = 0
+
+    @property
+    def unchecked(self) -> str:
+        """What was left unchecked, in words (empty: every request was checked)."""
+        if self.stand_ins:
+            return f"the plan rendered its requests from stand-in lists for {self.stand_ins} (no stored model)"
+        if self.chained:
+            return f"{self.chained} chained requests (their prompts hold earlier answers, which a plan only estimates)"
+        return ""
+
+
+def _failed_keys(log: Path) -> set[str]:
+    """Cache keys a judgment log says were asked and never answered (every call of them failed)."""
+    records = read_jsonl(log)
+    failed = {str(r.get("cache_key")) for r in records if r.get("status") == "error"}
+    return failed - {str(r.get("cache_key")) for r in records if r.get("status") != "error"}
+
+
+def _cache_checks(
+    scratch: Path, notebooks: Sequence[Path], methods: Mapping[str, dict[str, Any]], run_folder: Path
+) -> list[CacheCheck]:
+    """Per planned notebook: its exactly rendered requests (distinct cache keys), those the cache lacks, and of
+    those the ones that failed when the run was made (``run_folder``'s logs)."""
+    checks = []
+    for nb in notebooks:
+        records = read_jsonl(scratch / nb.stem / PLAN_FILE)
+        exact = {str(r["cache_key"]): bool(r.get("cached")) for r in records if not r.get("chained")}
+        chained = {str(r["cache_key"]) for r in records if r.get("chained")}
+        stand_ins = str(methods.get(nb.stem, {}).get("stand_ins") or "")
+        if stand_ins:  # requests rendered from stand-in lists are not the ones the run will make
+            checks.append(CacheCheck(nb.stem, 0, 0, len(chained), stand_ins))
+            continue
+        absent = {key for key, cached in exact.items() if not cached}
+        failed = absent & _failed_keys(run_folder / nb.stem / "judgments.jsonl")
+        checks.append(CacheCheck(nb.stem, len(exact), len(absent - failed), len(chained), "", len(failed)))
+    return checks
+
+
+def check_offline(
+    profile: JudgeProfile,
+    run_name: str = DEFAULT_RUN,
+    parameters: Mapping[str, Any] | None = None,
+    only: Sequence[str] | None = None,
+    root: Path | None = None,
+    scale: str = "demo",
+    log_output: bool = False,
+) -> list[CacheCheck]:
+    """Before an offline run (``run --offline``): plan it (every request rendered as the run will render it, none
+    sent) and count per notebook the requests the cache does not answer; raise :class:`MissingAnswers` when any.
+    A request whose every call failed when the run was made (the run folder's judgment logs say so) is not missing:
+    no answer exists, and offline it fails again, as it did.
+
+    A plan rather than the judgment log of an earlier run of the same name: the log says what was asked then, with
+    that run's code, parameters and scale, and an offline run is most often made because one of those changed (a
+    prompt edited, a parameter set); the plan renders the requests this run will make. It cannot check what it only
+    estimates: chained requests (their prompts hold earlier answers) and the requests of a notebook whose models are
+    not stored (rendered from stand-in lists); those are named as unchecked. Nor can it check a run whose endpoint
+    adapted its requests (``endpoint_adaptations.json``): the plan renders them unadapted, so the check is skipped.
+    The plan runs in a temporary folder; nothing is written into the run's."""
+    root, declared, extra = _selection(root, only, parameters)
+    if backend_class(profile.backend_name).computes_answers:
+        return []  # the simulated judge answers offline whatever the cache holds
+    adaptations = run_dir(run_name) / ADAPTATIONS_FILE
+    if adaptations.exists() and json.loads(adaptations.read_text(encoding="utf-8")):
+        print(
+            f"[offline] not checked against the cache: the endpoint adapted this run's requests ({adaptations}), "
+            "and a plan renders them unadapted; a missing answer will show as an error in its notebook",
+            flush=True,
+        )
+        return []
+    started = time.perf_counter()
+    print("[offline] planning the run to check that the cache answers every request it will make", flush=True)
+    with tempfile.TemporaryDirectory(prefix=f"recjudge-offline-check-{run_name}-") as tmp:
+        scratch = Path(tmp)
+        notebooks, methods = _plan_into(scratch, profile, declared, extra, scale, log_output)
+        checks = _cache_checks(scratch, notebooks, methods, run_dir(run_name))
+    seconds = time.perf_counter() - started
+    unchecked = [f"  {c.notebook}: {c.unchecked}" for c in checks if c.unchecked]
+    failed = [
+        f"  {c.notebook}: {c.failed_before} requests failed when the run was made; offline they fail again"
+        for c in checks
+        if c.failed_before
+    ]
+    lacking = [c for c in checks if c.missing]
+    if lacking:
+        rows = [
+            f"  {c.notebook}: {c.missing} of {c.requests} requests not in the cache"
+            + (f" (and {c.failed_before} that failed when the run was made)" if c.failed_before else "")
+            for c in lacking
+        ]
+        raise MissingAnswers(
+            "\n".join(
+                [
+                    f"the cache does not answer every request run {run_name!r} would make offline (checked by a plan "
+                    f"in {seconds:.0f} s), so those requests would end as errors; no notebook run:",
+                    *rows,
+                    *(["not checked:", *unchecked] if unchecked else []),
+                    "Run it with its judge online to fill the cache (python -m recjudge_utils.book run --run "
+                    f"{run_name} --judge PROFILE, without --offline), or import the run's archive (python -m "
+                    "recjudge_utils.book replay ARCHIVE).",
+                ]
+            )
+        )
+    total = sum(c.requests - c.failed_before for c in checks)
+    print(f"[offline] the cache answers all {total} requests checked (plan: {seconds:.0f} s)", flush=True)
+    for line in failed:
+        print(f"[offline]{line[1:]}", flush=True)
+    for line in unchecked:
+        print(f"[offline] not checked:{line[1:]}", flush=True)
+    return checks

@@ -12,13 +12,17 @@ characters / 4, times the ratio of actual to estimated tokens over that judge's 
 model, any run) when there are any. Completion tokens start from the simulated judge's answers (SmolLM2's tokens,
 or characters / 4), which are much shorter than a real model's, and are calibrated per template by the judge's
 earlier calls when there are any. Each rule is stated in the plan.
+
+Judge health (:func:`judge_health`) reads the same logs for what the answers were worth: per notebook, how many parsed,
+how many did not (with the most common reasons) and how many calls failed, flagged where more than a fifth of the
+answers were unusable.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +39,18 @@ from recjudge_utils.paths import runs_dir
 __all__ = [
     "DEFAULT_LATENCY_S",
     "METHOD_FILE",
+    "UNUSABLE_SHARE_FLAG",
     "TokenRule",
     "actual_usage",
     "earlier_calls",
+    "health_from_logs",
+    "health_line",
+    "health_text",
+    "judge_health",
     "judge_latency",
     "plan_summary",
     "read_jsonl",
+    "reason_kind",
     "token_rule",
 ]
 
@@ -459,3 +469,113 @@ def log_offsets(run_folder: Path, notebooks: Iterable[str]) -> dict[str, int]:
         else:
             out[nb] = 0
     return out
+
+
+#: a notebook is flagged when more than this share of its answers were unusable (unparsed or failed): beyond it, its
+#: tables rest on visibly fewer judgments than it asked for
+UNUSABLE_SHARE_FLAG = 0.2
+#: reasons kept per notebook and kind (unparsed, error) in the manifest
+HEALTH_REASONS = 3
+#: the client marks the extra request that asks a judge to repair an unparsed answer (``repair: true`` profiles)
+_REPAIR_MARK = "+repair"
+_QUOTED_TAIL = re.compile(r"""^(.*?):\s*(?:'.*'|".*")\s*$""", re.DOTALL)
+_NUMBERED_ASIDE = re.compile(r"\s*\([^()]*\d[^()]*\)")
+_FAILED_AT = re.compile(r"^.*? failed (?:\(not retryable\)|after \d+ attempts) at (.*)$", re.DOTALL)
+
+
+def reason_kind(reason: str | None, status: str = "unparsed") -> str:
+    """A reason with what varies from answer to answer taken out, so that equal causes count together: the quoted
+    answer (``no JSON object found in answer: '...'``), numbered asides (``(answer cut at an output budget of 64
+    tokens)``), and for a failed call the endpoint and model it names (``HTTP 400: ...`` is what stays)."""
+    text = " ".join(str(reason or "").split())
+    if not text:
+        return "no reason given"
+    if status == "error":
+        failed = _FAILED_AT.match(text)
+        if failed:  # "judge call failed (not retryable) at URL model 'm': HTTP 400: ..." -> "HTTP 400: ..."
+            where = failed.group(1)
+            cut = where.find("': ")
+            text = where[cut + 3 :] if cut >= 0 else where.split(": ", 1)[-1]
+        return text[:120]
+    quoted = _QUOTED_TAIL.match(text)
+    if quoted:
+        text = quoted.group(1)
+    text = _NUMBERED_ASIDE.sub("", text)
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", text)  # quoted values (a CATEGORY, a verdict) differ per answer
+    return re.sub(r"\b\d+\b", "N", text)[:120]
+
+
+def _health_row(notebook: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    repairs = [r for r in records if _REPAIR_MARK in str(r.get("template_version") or "")]
+    asked = [r for r in records if _REPAIR_MARK not in str(r.get("template_version") or "")]
+    status = Counter(str(r.get("status")) for r in asked)
+    repaired = sum(r.get("status") == "parsed" for r in repairs)
+    # a repaired answer is usable: the notebook got the repair's parse in place of the unparsed original
+    parsed, unparsed = status["parsed"] + repaired, max(0, status["unparsed"] - repaired)
+    errors = status["error"]
+    judgments = len(asked)
+    unparsed_reasons = Counter(reason_kind(r.get("reason"), "unparsed") for r in asked if r.get("status") == "unparsed")
+    error_reasons = Counter(reason_kind(r.get("reason"), "error") for r in asked if r.get("status") == "error")
+    share = (unparsed + errors) / judgments if judgments else 0.0
+    return {
+        "notebook": notebook,
+        "judgments": judgments,
+        "parsed": parsed,
+        "unparsed": unparsed,
+        "errors": errors,
+        "cache_hits": sum(bool(r.get("cache_hit")) for r in asked),
+        "repaired": repaired,
+        "unusable_share": round(share, 4),
+        "flagged": share > UNUSABLE_SHARE_FLAG,
+        "unparsed_reasons": [[k, n] for k, n in unparsed_reasons.most_common(HEALTH_REASONS)],
+        "error_reasons": [[k, n] for k, n in error_reasons.most_common(HEALTH_REASONS)],
+    }
+
+
+def judge_health(run_folder: Path, offsets: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Per notebook, from the judgment log lines after ``offsets`` (this execution's): judgments, parsed, unparsed
+    and errors (cache hits count like any answer: a cached answer parsed or not), cache hits, answers repaired,
+    the unusable share, whether it is flagged (more than :data:`UNUSABLE_SHARE_FLAG`) and the most common reasons
+    (:func:`reason_kind`) of the unparsed answers and of the failed calls."""
+    return [_health_row(nb, read_jsonl(run_folder / nb / "judgments.jsonl", start)) for nb, start in offsets.items()]
+
+
+def health_text(row: Mapping[str, Any]) -> str:
+    """One notebook's health in words: ``30 of 32 usable``, ``0 of 32 usable ⚠ more than a fifth unusable``."""
+    if not row["judgments"]:
+        return "no judgment"
+    text = f"{row['parsed']} of {row['judgments']} usable"
+    return text + (" ⚠ more than a fifth unusable" if row["flagged"] else "")
+
+
+def _most(count: int, what: str, reasons: list[list[Any]]) -> str:
+    if not count:
+        return ""
+    if not reasons:
+        return f"{count} {what}"
+    reason, n = reasons[0]
+    return f"{count} {what}: {reason}" if n == count else f"{count} {what}, {n} of them: {reason}"
+
+
+def health_line(row: Mapping[str, Any]) -> str:
+    """The terminal's line for a notebook: ``04_saer 0 of 12 answers usable (12 unparsed: no JSON object)``."""
+    causes = [
+        _most(int(row["unparsed"]), "unparsed", row.get("unparsed_reasons") or []),
+        _most(int(row["errors"]), "errors" if row["errors"] != 1 else "error", row.get("error_reasons") or []),
+    ]
+    detail = "; ".join(c for c in causes if c)
+    line = f"{row['notebook']} {row['parsed']} of {row['judgments']} answers usable"
+    return f"{line} ({detail})" if detail else line
+
+
+def health_from_logs(run_folder: Path, actual: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Judge health of a finished run whose manifest predates it: each notebook's last ``judgments`` log lines (the
+    manifest's actual usage counts those of its last execution)."""
+    offsets = {}
+    for row in actual:
+        nb = str(row.get("notebook"))
+        if nb == "TOTAL":
+            continue
+        total = log_offsets(run_folder, [nb])[nb]
+        offsets[nb] = max(0, total - int(row.get("judgments") or 0))
+    return judge_health(run_folder, offsets)

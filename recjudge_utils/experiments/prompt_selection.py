@@ -3,8 +3,10 @@
 ``run(judge, pairs, PromptSelectionConfig(...))``: draw few-shot examples (two per level), sample the judged pairs
 from the *other* users (no leakage), score every judged pair with every template, compute MAE and three-class
 accuracy with CIs (and kappa) per template, the constant baselines any judge must beat, select the template with
-the lowest MAE, and test it against each other template on the same pairs. Tables and figures:
-:mod:`recjudge_utils.reporting.prompt_selection`.
+the lowest MAE (an unparsed answer counted at its worst possible error, so a template cannot win by failing to
+answer; with every answer parsed this is the paper's rule), and test it against each other template on the same
+pairs. A run in which no template produced a parsed answer selects none (``selected is None``) and says so.
+Tables and figures: :mod:`recjudge_utils.reporting.prompt_selection`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from recjudge_utils.metrics.pairwise import paired_difference
 from recjudge_utils.protocols.few_shot import sample_eval_pairs, select_few_shot_examples
 from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge, save_selected_template
 
-__all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run", "save_selection", "template_tests"]
+__all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run", "save_selection", "select_template", "template_tests"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class PromptSelectionRun(Run):
     scores: dict[str, pd.DataFrame]
     summary: pd.DataFrame  # one row per template: MAE / acc3 with CIs, kappa, unparsed, usage
     baselines: pd.DataFrame  # constant predictors on the same pairs
-    selected: str
+    selected: str | None  # None: no template produced a single parsed answer
     overlapping: list[str]  # templates whose MAE CI overlaps the selected one's
     template_tests: pd.DataFrame  # the selected template against each other one (see :func:`template_tests`)
 
@@ -91,7 +93,8 @@ class PromptSelectionRun(Run):
                        "95% percentile bootstrap", template=str(t))
             )  # fmt: skip
             out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
-        out.append(result("selected", float(TEMPLATES.index(self.selected)), template=self.selected))
+        if self.selected is not None:
+            out.append(result("selected", float(TEMPLATES.index(self.selected)), template=self.selected))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
@@ -165,6 +168,7 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
     truth = eval_pairs["g"].to_numpy(dtype=float)
     summary = js.summarize_templates(scores, truth, n_boot=cfg.n_boot, seed=cfg.seed)
     summary["wall_s"] = pd.Series(wall).round(1)
+    summary["mae_selection"] = pd.Series({t: js.mae_unparsed_at_worst(f["score"], truth) for t, f in scores.items()})
 
     rest = data.pairs.loc[~data.pairs.index.isin(eval_pairs.index), "g"]
     majority = int(rest.value_counts().sort_index().idxmax())
@@ -179,12 +183,7 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
         }
     ).T
 
-    ranked = summary[summary["n_parsed"] > 0].sort_values(["mae", "unparsed_rate"])
-    if ranked.empty:
-        raise RuntimeError("no template produced a single parsed answer: nothing to select")
-    selected = str(ranked.index[0])
-    best = ranked.iloc[0]
-    overlapping = [str(t) for t in ranked.index[1:] if ranked.loc[t, "mae_lo"] <= best["mae_hi"]]
+    selected, overlapping = select_template(summary)
     return PromptSelectionRun(
         config=cfg,
         judge_name=judge.model_name,
@@ -198,14 +197,35 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
         baselines=baselines,
         selected=selected,
         overlapping=overlapping,
-        template_tests=template_tests(scores, truth, selected, cfg.seed),
+        template_tests=template_tests(scores, truth, selected, cfg.seed) if selected else pd.DataFrame(),
     )
 
 
+def select_template(summary: pd.DataFrame) -> tuple[str | None, list[str]]:
+    """The template with the lowest selection MAE (unparsed answers at their worst error; ties: the parsed MAE, then
+    the unparsed rate) among those with a parsed answer, and the templates whose MAE CI overlaps its; ``(None, [])``
+    when no template produced a parsed answer."""
+    ranked = summary[summary["n_parsed"] > 0].sort_values(["mae_selection", "mae", "unparsed_rate"])
+    if ranked.empty:
+        return None, []
+    best = ranked.iloc[0]
+    overlapping = [str(t) for t in ranked.index[1:] if ranked.loc[t, "mae_lo"] <= best["mae_hi"]]
+    return str(ranked.index[0]), overlapping
+
+
 def save_selection(run: PromptSelectionRun, path: str | Path | None = None) -> Path:
-    """Write the selected template (with its MAE, judge, data and examples) where notebook 2 reads it."""
-    best = run.summary.loc[run.selected]
+    """Write the selected template (with its MAE, judge, data and examples) where notebook 2 reads it; with none
+    selected, the record says why and which template the later chapters use instead."""
     cfg = run.config
+    if run.selected is None:
+        return save_selected_template(
+            None,
+            path,
+            reason=f"no template produced a parsed answer ({len(run.eval_pairs)} pairs x {len(run.scores)} templates)",
+            judge_model=run.judge_name,
+            data=run.data_label,
+        )
+    best = run.summary.loc[run.selected]
     return save_selected_template(
         run.selected,
         path,

@@ -307,10 +307,13 @@ def top_k_frame(models: dict[str, Recommender], users: np.ndarray, k: int = 20) 
 def random_tests(per_user: pd.DataFrame, metric: str = "p_ser") -> pd.DataFrame:
     """Each RS against Random on ``metric`` over the same judged users (paired t-test), Holm-adjusted for the
     number of RSs compared (statsmodels ``multipletests``); empty without a Random baseline."""
+    columns = ["rs", "users", "mean difference", "p", "Holm-adjusted p"]
     per = per_user[per_user["judged"]]
     if "random" not in set(per["rs"]):
-        return pd.DataFrame(columns=["rs", "users", "mean difference", "p", "Holm-adjusted p"])
+        return pd.DataFrame(columns=columns)
     wide = per.pivot_table(index=["fold", "user"], columns="rs", values=metric)
+    if "random" not in wide.columns:  # Random has no parsed judgment: nothing to test against
+        return pd.DataFrame(columns=columns)
     rows = []
     for rs in wide.columns:
         if rs == "random":
@@ -326,7 +329,7 @@ def random_tests(per_user: pd.DataFrame, metric: str = "p_ser") -> pd.DataFrame:
                 "p": np.nan if untestable else float(stats.ttest_rel(both[rs], both["random"]).pvalue),
             }
         )
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=columns[:-1])
     ok = out["p"].notna() if len(out) else pd.Series(dtype=bool)
     out["Holm-adjusted p"] = np.nan
     if ok.any():

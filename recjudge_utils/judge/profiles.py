@@ -166,6 +166,7 @@ class SimOptions(_Strict):
     tie_propensity: float = Field(0.0, ge=0, le=1)
     context_neglect: float = Field(0.0, ge=0, le=1)
     unparseable: float = Field(0.0, ge=0, le=1)
+    failing: float = Field(0.0, ge=0, le=1)
     margin: float = Field(0.5, ge=0)
     seed: int = 0
 

@@ -48,7 +48,9 @@ def spearman_ci(x: Numbers, y: Numbers, ci: float = 0.95) -> Correlation:
     """Spearman's rho of ``x`` and ``y`` (scipy) with its Fisher-z interval (variance 1.06 / (n - 3), Fieller et al.
     1957) and n; the bounds are NaN when n < 4, |rho| = 1 or rho is undefined (a constant column)."""
     n = len(x)
-    rho = float(stats.spearmanr(x, y).statistic) if n >= 2 else float("nan")
+    constant = n >= 2 and (np.ptp(np.asarray(x, dtype=float)) == 0 or np.ptp(np.asarray(y, dtype=float)) == 0)
+    # undefined for a constant column: say so with NaN instead of scipy's ConstantInputWarning in a reader's page
+    rho = float(stats.spearmanr(x, y).statistic) if n >= 2 and not constant else float("nan")
     low, high = fisher_z_interval(rho, n, ci, z_variance=SPEARMAN_Z_VARIANCE)
     return Correlation(rho, low, high, n)
 

@@ -19,6 +19,7 @@ __all__ = [
     "confusion_frame",
     "constant_predictions",
     "mae",
+    "mae_unparsed_at_worst",
     "score_distribution",
     "summarize_predictions",
     "summarize_templates",
@@ -56,6 +57,17 @@ def mae(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray)
     """Mean absolute error over the parsed pairs (NaN predictions excluded); NaN when none is parsed."""
     p, t = _parsed(pred, truth)
     return float(np.mean(np.abs(p - t))) if len(p) else float("nan")
+
+
+def mae_unparsed_at_worst(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> float:
+    """Mean absolute error over every pair, an unparsed (NaN) prediction counted at the worst error the scale allows
+    for its truth, ``max(g - 1, 5 - g)``: the selection key that cannot prefer a template for failing to answer.
+    Equals :func:`mae` when every pair parsed; NaN when there are no pairs."""
+    p, t = _pair(pred, truth)
+    if not len(p):
+        return float("nan")
+    worst = np.maximum(t - LEVELS[0], LEVELS[-1] - t)
+    return float(np.mean(np.where(np.isnan(p), worst, np.abs(p - t))))
 
 
 def unparsed_rate(pred: Sequence[float] | np.ndarray) -> float:

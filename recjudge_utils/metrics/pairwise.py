@@ -132,12 +132,17 @@ def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: 
     codes = outcome_codes(outcomes)
     row: dict[str, Any] = {"n": len(codes), "n_unjudged": len(outcomes) - len(codes)}
     if not len(codes):
-        return {**row, "win": np.nan, "tie": np.nan, "lose": np.nan, "Q": np.nan}
+        # one shape with or without outcomes: every column a table reads is there, NaN where nothing was judged
+        missing = ("win", "tie", "lose", "Q", "win_lo", "win_hi", "Q_lo", "Q_hi")
+        return {**row, **dict.fromkeys(missing, np.nan)}
     n_w, n_t, n_l = (int(np.sum(codes == c)) for c in (1, 0, -1))
     row.update(win=100.0 * n_w / len(codes), tie=100.0 * n_t / len(codes), lose=100.0 * n_l / len(codes))
     row["Q"] = q_value(n_w, n_t, n_l)
     w_lo, w_hi = wilson(n_w, len(codes), ci=ci)
-    _, s_lo, s_hi = bootstrap_ci(codes, statistic=_share_for_q, n_boot=n_boot, ci=ci, seed=seed)
+    if len(codes) < 2:  # a bootstrap over one outcome is a zero-width interval: report no interval instead
+        s_lo = s_hi = float("nan")
+    else:
+        _, s_lo, s_hi = bootstrap_ci(codes, statistic=_share_for_q, n_boot=n_boot, ci=ci, seed=seed)
     row.update(win_lo=100.0 * w_lo, win_hi=100.0 * w_hi, Q_lo=_q_from_share(s_lo), Q_hi=_q_from_share(s_hi))
     return row
 

@@ -65,6 +65,8 @@ def per_user_metrics(
     Users are judged when ``judgments`` holds at least one of their pairs; other users get NaN serendipity columns.
     A list item is serendipitous when its own judged score is at least ``threshold``; a slot without a parsed
     score (or beyond the list's end) is not; the ideal ranking of N_ser is k serendipitous items (module docstring).
+    A judged list none of whose scores parsed has NaN p_ser, n_ser and avg: there is nothing to count its slots
+    against, and a 0 would be a number the judge never gave.
     """
     truth = ground_truth(test)
     users = np.sort(recs["user"].unique()).astype(np.int64)
@@ -106,8 +108,9 @@ def per_user_metrics(
             n_scored = scored.sum(axis=1)
             # a list without one parsed score has no Avg.Score (NaN), and no "mean of empty slice" warning
             avg = np.where(n_scored > 0, np.where(scored, sc, 0.0).sum(axis=1) / np.maximum(n_scored, 1), np.nan)
-            df.loc[rows, "p_ser"] = precision_at_k(ser_hits, k)
-            df.loc[rows, "n_ser"] = ndcg_at_k(ser_hits, np.full(len(rows), k), k)
+            # a list with no parsed score measured nothing: its P_ser and N_ser are missing, not 0
+            df.loc[rows, "p_ser"] = np.where(n_scored > 0, precision_at_k(ser_hits, k), np.nan)
+            df.loc[rows, "n_ser"] = np.where(n_scored > 0, ndcg_at_k(ser_hits, np.full(len(rows), k), k), np.nan)
             df.loc[rows, "avg"] = avg
             df.loc[rows, "n_unparsed"] = (np.isnan(sc) & valid).sum(axis=1)
         frames.append(df)

@@ -45,10 +45,13 @@ from recjudge_utils.protocols.context.serendipity import as_item_list, history_l
 
 __all__ = [
     "LEVELS",
+    "PAPER_TEMPLATE",
     "SCORE_LABELS",
     "TEMPLATES",
     "SerendipityJudge",
     "Stage",
+    "TemplateChoice",
+    "choose_template",
     "load_selected_template",
     "save_selected_template",
     "template_stages",
@@ -62,6 +65,8 @@ TEMPLATE_PROMPTS: dict[str, tuple[str, ...]] = {
     "ltm": ("serendipity/ltm/relevance", "serendipity/ltm/unexpectedness", "serendipity/ltm/serendipity"),
 }
 TEMPLATES: tuple[str, ...] = tuple(TEMPLATE_PROMPTS)
+#: the template the paper selected (Tokutake et al., Table 1): what later chapters use when chapter 1 selected none
+PAPER_TEMPLATE = "cot"
 SCORE_LABELS: tuple[str, ...] = tuple(str(level) for level in LEVELS)
 #: the fields whose truth a pair can carry (the final score is g)
 TRUTH_FIELDS = {"score": "g", "relevance": "relevance", "unexpectedness": "unexpectedness"}
@@ -327,13 +332,14 @@ def _selected_path(path: str | Path | None) -> Path:
     return Path(path) if path is not None else current_run_dir() / SELECTED_TEMPLATE_FILE
 
 
-def save_selected_template(template: str, path: str | Path | None = None, **info: object) -> Path:
+def save_selected_template(template: str | None, path: str | Path | None = None, **info: object) -> Path:
     """Write the selected template (plus ``info``: MAE, judge model, data label, ...) as JSON to ``path``.
 
     ``path`` defaults to the book's hand-over file in the run folder (:data:`~recjudge_utils.paths.
-    SELECTED_TEMPLATE_FILE`), where notebook 2 reads it.
+    SELECTED_TEMPLATE_FILE`), where notebook 2 reads it. ``template=None`` records that none was selected (``info``
+    then says why), so a later chapter says so instead of reading an older run's choice.
     """
-    stages = template_stages(template)  # validates the name
+    stages = template_stages(template) if template is not None else []  # validates the name
     target = _selected_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     record = {
@@ -344,6 +350,34 @@ def save_selected_template(template: str, path: str | Path | None = None, **info
     }
     target.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
     return target
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """The serendipity template a later chapter judges with, and why (chapter 1's choice, a parameter, the paper's)."""
+
+    template: str
+    why: str
+
+    def line(self) -> str:
+        return f"serendipity template: {self.template} ({self.why})"
+
+
+def choose_template(parameter: str | None, path: str | Path | None = None) -> TemplateChoice:
+    """``parameter`` when given, else chapter 1's selection in this run, else the paper's CoT; ``why`` says which,
+    and what chapter 1 selected (or that it selected none, with its reason, or has not run)."""
+    selected = load_selected_template(path, default=None) if _selected_path(path).is_file() else None
+    if selected is None:
+        chapter1 = "chapter 1 has not run in this run"
+    elif selected.get("template") is None:
+        chapter1 = f"chapter 1 selected none: {selected.get('reason', 'no reason recorded')}"
+    else:
+        chapter1 = f"chapter 1 selected {selected['template']}"
+    if parameter is not None:
+        return TemplateChoice(parameter, f"the template parameter; {chapter1}")
+    if selected is not None and selected.get("template") is not None:
+        return TemplateChoice(str(selected["template"]), "chapter 1's selection in this run")
+    return TemplateChoice(PAPER_TEMPLATE, f"the paper's choice, because {chapter1}")
 
 
 def load_selected_template(path: str | Path | None = None, default: str | None = "cot") -> dict[str, object]:

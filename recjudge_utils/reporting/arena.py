@@ -26,6 +26,7 @@ from recjudge_utils.experiments.arena import PAPER_NAMES, ArenaRun
 from recjudge_utils.experiments.transparency import TRANSPARENCY_MODELS, TransparencyRun
 from recjudge_utils.metrics.correlation import pearson, pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
+from recjudge_utils.reporting.answer_health import NO_PARSED, AnswerHealth, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, judge_caveat, stand_in_note
 from recjudge_utils.reporting.display import captioned, error_bars, estimate_cell
 from recjudge_utils.reporting.figures import forest_plot, palette
@@ -135,6 +136,8 @@ def _judged(row: pd.Series) -> str:
 
 
 def _q_cell(row: pd.Series) -> str:
+    if not row.get("n"):
+        return NO_PARSED
     return estimate_cell(row["Q"], row.get("Q_lo"), row.get("Q_hi"), digits=2)
 
 
@@ -150,7 +153,7 @@ def _wtl_cells(frame: pd.DataFrame) -> pd.DataFrame:
         cells = {"judged": _judged(r)}
         for part, header in (("win", "Win %"), ("tie", "Tie %"), ("lose", "Lose %")):
             value, lo, hi = s[part]
-            cells[f"{header} [{_CI}]"] = estimate_cell(value, lo, hi, digits=1)
+            cells[f"{header} [{_CI}]"] = estimate_cell(value, lo, hi, digits=1) if r["n"] else NO_PARSED
         cells[f"Q [{_CI}]"] = _q_cell(r)
         cells["rank"] = _rank(r.get("rank"))
         rows.append(cells)
@@ -260,10 +263,25 @@ def stand_in(run: ArenaRun) -> Callout | None:
     return None
 
 
+def _health(run: ArenaRun) -> AnswerHealth:
+    frames = [f for f in (run.raw, run.absolute) if len(f)]
+    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
+def _verdicts_health(run: ArenaRun) -> AnswerHealth:
+    return AnswerHealth.of_frame(run.raw)
+
+
 def notes(run: ArenaRun) -> list[Callout]:
-    """The admonitions to show beside the run's numbers: the judge caveat (or the simulated judge's note) and what
-    stands in for the paper's data and models."""
-    return [c for c in (judge_caveat(run.judge_name), stand_in(run)) if c is not None]
+    """The admonitions to show beside the run's numbers: the judge caveat (or the simulated judge's note), what
+    stands in for the paper's data and models, and a warning when no pair-wise verdict could be read."""
+    health = _verdicts_health(run)
+    warning = (
+        unanswerable_warning("how the recommenders compare with the baseline", _health(run))
+        if health.n and health.nothing_usable
+        else None
+    )
+    return [c for c in (warning, judge_caveat(run.judge_name), stand_in(run)) if c is not None]
 
 
 def timings_table(run: ArenaRun) -> Styler:
@@ -819,6 +837,7 @@ def unparsed_summary(run: ArenaRun) -> Styler:
             continue
         bad = frame[frame["status"] != "parsed"]
         reasons = bad["reason"].astype(str).str.slice(0, 60).value_counts().head(3)
+        raw = bad["raw_text"].dropna().astype(str) if "raw_text" in bad else pd.Series(dtype=str)
         rows.append(
             {
                 "answers": name,
@@ -826,6 +845,7 @@ def unparsed_summary(run: ArenaRun) -> Styler:
                 "unparsed or failed": len(bad),
                 "unparsed %": estimate_cell(100 * len(bad) / len(frame), digits=1),
                 "most common reasons": "; ".join(f"{r} ({c})" for r, c in reasons.items()) or "-",
+                "one raw answer (first 160 characters)": raw.iloc[0][:160].replace("\n", " ") if len(raw) else "-",
             }
         )
     return captioned(pd.DataFrame(rows), f"Unparsed answers ({_tag(run)})")
@@ -913,6 +933,11 @@ def _position_takeaway(run: ArenaRun) -> str:
         )
     a = _a_wins(run).iloc[0]
     c = run.consistency[run.consistency["x"] == "all"].iloc[0]
+    if not int(c["n_both_parsed"]) and not int(a["n_named"]):
+        return (
+            "{term}`Position bias` cannot be measured here: no comparison was parsed in both orders and no parsed "
+            "verdict named a winner."
+        )
     share = estimate_cell(a["share"], a["lo"], a["hi"], digits=2)
     cons = estimate_cell(c["consistency"], c.get("consistency_lo"), c.get("consistency_hi"), digits=2)
     head = (
@@ -998,8 +1023,16 @@ def _transparency_takeaway(run: TransparencyRun) -> str:
 
 
 def takeaways_items(run: ArenaRun, transparency: TransparencyRun | None = None) -> list[str]:
-    """The chapter's key takeaways, computed from the run: each claim about a number says what its 95 % CI allows."""
-    items = [*_q_takeaways(run), _position_takeaway(run), _correlation_takeaway(run)]
+    """The chapter's key takeaways, computed from the run: each claim about a number says what its 95 % CI allows.
+    With no pair-wise verdict read, what the judge returned instead of the verdict-based claims."""
+    health = _verdicts_health(run)
+    if health.n and health.nothing_usable:
+        items = [
+            "No pair-wise verdict could be read, so Q, position consistency, the per-aspect verdicts and Q's "
+            f"correlation with AUC cannot be computed: {_health(run).sentence()}"
+        ]
+    else:
+        items = [*_q_takeaways(run), _position_takeaway(run), _correlation_takeaway(run)]
     separation = _separation_takeaway(run)
     if separation:
         items.append(separation)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from recjudge_utils.reporting.display import error_bars
 
-__all__ = ["MARKERS", "forest_plot", "palette"]
+__all__ = ["MARKERS", "empty_figure", "forest_plot", "palette"]
 
 #: one marker per series, in order, so series stay apart without colour
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
@@ -25,6 +25,16 @@ MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
 def palette(n: int) -> list[tuple[float, float, float]]:
     """``n`` colours from seaborn's colour-blind-safe palette."""
     return list(sns.color_palette("colorblind", n))
+
+
+def empty_figure(text: str = "nothing to plot: no parsed judgment", width: float = 7.0) -> Figure:
+    """A figure that says why it has nothing to show, where a chapter's judge returned nothing usable: the page
+    keeps its figure (and its caption's number) and the reader sees the reason instead of a blank or a crash."""
+    fig, ax = plt.subplots(figsize=(width, 1.2))
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=11, color="0.3", transform=ax.transAxes)
+    ax.set_axis_off()
+    plt.close(fig)
+    return fig
 
 
 def forest_plot(
@@ -41,9 +51,10 @@ def forest_plot(
 ) -> Figure:
     """One row per estimate, its CI as a horizontal bar; ``group`` (optional) colours and shapes the series, and
     ``reference`` draws a vertical line (chance, no difference, the paper's value). Rows without an interval are
-    drawn as a point alone. Returns the closed figure (display it, or glue it)."""
+    drawn as a point alone. Returns the closed figure (display it, or glue it); with no row, an
+    :func:`empty_figure` that says so."""
     if rows.empty:
-        raise ValueError("a forest plot needs at least one row")
+        return empty_figure(width=width)
     labels = list(dict.fromkeys(rows[label].astype(str)))
     groups: Sequence[object] = list(dict.fromkeys(rows[group])) if group else [None]
     colours = palette(len(groups))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import matplotlib.pyplot as plt
@@ -151,7 +152,8 @@ def takeaways_items(result: JudgeResult[dict[str, int]], judge_name: str) -> lis
     else:
         items.append(
             f"The answer was a new call ({result.prompt_tokens:,} tokens in, {result.completion_tokens:,} out, "
-            f"US$ {result.cost_usd:.4f}); it is now cached, so a rerun of this page costs nothing."
+            + (f"US$ {result.cost_usd:.4f}" if math.isfinite(result.cost_usd) else "price unknown for this model")
+            + "); it is now cached, so a rerun of this page costs nothing."
         )
     if judge_name.startswith(SIM_PREFIX):
         source = (

@@ -54,6 +54,7 @@ __all__ = [
     "fleiss_table",
     "headline_figure",
     "headline_rows",
+    "health_table",
     "judge_callouts",
     "judges_table",
     "load_runs",
@@ -372,6 +373,45 @@ def usage_table(runs: list[Run], current: Path | None = None) -> pd.DataFrame:
              "wall time (minutes)": minutes}
         )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+#: more than this share of a notebook's answers unusable (unparsed or failed) is flagged, as in the run manifest
+UNUSABLE_FLAG = 0.2
+
+
+def health_table(runs: list[Run]) -> pd.DataFrame:
+    """Per run, each judging notebook's readable answers out of all it asked (``results.json``'s ``judgments``),
+    flagged where more than a fifth could not be used: a judge that fails shows here before its numbers are read."""
+    rows = []
+    for run in runs:
+        row: dict[str, str] = {"run": run.name, "judge": run.shown_as or short_judge_name(run.judge)}
+        for notebook, res in sorted(run.results.items()):
+            counts = res.get("judgments") or {}
+            n = int(counts.get("n") or 0)
+            if not n:
+                continue
+            parsed = int(counts.get("parsed") or 0)
+            flag = " ⚠" if (n - parsed) > UNUSABLE_FLAG * n else ""
+            row[notebook[:2]] = f"{parsed} of {n}{flag}"
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.reindex(columns=["run", "judge", *sorted(c for c in frame.columns if c not in ("run", "judge"))])
+
+
+def _health_takeaway(runs: list[Run]) -> str | None:
+    """The runs whose judge left more than a fifth of a chapter's answers unusable, with the counts (None if none)."""
+    table = health_table(runs)
+    flagged = []
+    for row in table.to_dict("records"):
+        chapters = [f"chapter {int(c)}: {v.removesuffix(' ⚠')}" for c, v in row.items() if str(v).endswith("⚠")]
+        if chapters:
+            flagged.append(f"{row['run']} ({'; '.join(chapters)} readable)")
+    if not flagged:
+        return None
+    return (
+        f"More than a fifth of the answers could not be read in {'; '.join(flagged)}: those rows rest on the "
+        "readable answers only (Table 6.3b), and a chapter with none shows no number for that judge."
+    )
 
 
 def shown(frame: pd.DataFrame, title: str, empty: str = "no run has results for this table yet") -> Styler | Callout:
@@ -997,6 +1037,7 @@ def takeaways_items(runs: list[Run], agreement: pd.DataFrame | None = None) -> l
     ]
     if len(runs) < 2:
         items.append("With one run there is nothing to compare: add a run with another judge profile and rebuild.")
+    items.append(_health_takeaway(runs))
     ch1 = _rows(runs, "01_serendipity_prompt_selection")
     if not ch1.empty:
         mae = ch1[ch1["metric"] == "mae"]

@@ -18,6 +18,7 @@ from recjudge_utils.experiments.prompt_selection import PromptSelectionRun
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.pairwise import Difference, paired_difference
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge, template_stages
+from recjudge_utils.reporting.answer_health import NO_PARSED, AnswerHealth, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, admonition, judge_caveat, stand_in_note
 from recjudge_utils.reporting.display import captioned, estimate_cell
 from recjudge_utils.reporting.figures import forest_plot, palette
@@ -229,13 +230,16 @@ def table1_side_by_side(summary: pd.DataFrame, paper: pd.DataFrame, ours: str = 
     columns: dict[tuple[str, str], list[str]] = {}
     for model in models:
         columns[("MAE", f"{_PAPER}, {_short(model)}")] = [_DASH if pd.isna(v) else f"{v:.3f}" for v in mae[model]]
-    columns[("MAE", ours_header)] = [estimate_cell(r.mae, r.mae_lo, r.mae_hi, 2) for r in summary.itertuples()]
+    columns[("MAE", ours_header)] = [
+        estimate_cell(r.mae, r.mae_lo, r.mae_hi, 2) if r.n_parsed else NO_PARSED for r in summary.itertuples()
+    ]
     for model in models:
         columns[("3-class accuracy %", f"{_PAPER}, {_short(model)}")] = [
             _DASH if pd.isna(v) else f"{v:.1f}" for v in acc[model]
         ]
     columns[("3-class accuracy %", ours_header)] = [
-        estimate_cell(r.acc3, r.acc3_wilson_lo, r.acc3_wilson_hi, digits=1, scale=100.0) for r in summary.itertuples()
+        estimate_cell(r.acc3, r.acc3_wilson_lo, r.acc3_wilson_hi, digits=1, scale=100.0) if r.n_parsed else NO_PARSED
+        for r in summary.itertuples()
     ]
     columns[("", "parsed / judged")] = [f"{int(r.n_parsed)} / {int(r.n)}" for r in summary.itertuples()]
     return pd.DataFrame(columns, index=index)
@@ -376,6 +380,8 @@ def tests_table(run: PromptSelectionRun) -> Styler:
                 "Holm-adjusted p": f"{row['Holm-adjusted p']:.3f}" if tested else _DASH,
             }
         )  # fmt: skip
+    if run.selected is None:
+        return _captioned(pd.DataFrame({"comparison": [f"none: no template selected ({NO_PARSED})"]}), "Template tests")
     return _captioned(
         pd.DataFrame(rows),
         "The selected template against each other one, on the pairs both parsed (a negative MAE difference favours "
@@ -522,8 +528,13 @@ def _paper_choice() -> tuple[str, str, float]:
 
 def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
     """The selected template, where it was written, and whether the choice is statistically clear."""
-    best = run.summary.loc[run.selected]
     where = f" -> {path}" if path is not None else ""
+    if run.selected is None:
+        return [
+            f"selected template: none. {_health(run).sentence()}{where}",
+            "Chapter 2 then judges with its `template` parameter (CoT, the paper's choice by default).",
+        ]
+    best = run.summary.loc[run.selected]
     lines = [
         f"selected template: {run.selected} (MAE {estimate_cell(best['mae'], best['mae_lo'], best['mae_hi'])}){where}"
     ]
@@ -559,9 +570,9 @@ def verdict_lines(run: PromptSelectionRun) -> list[str]:
     return lines
 
 
-def _ranking_item(run: PromptSelectionRun) -> str:
-    sel = _name(run.selected)
-    best = run.summary.loc[run.selected]
+def _ranking_item(run: PromptSelectionRun, selected: str) -> str:
+    sel = _name(selected)
+    best = run.summary.loc[selected]
     cell = estimate_cell(best["mae"], best["mae_lo"], best["mae_hi"], 2)
     tests = run.template_tests
     if tests.empty:
@@ -582,10 +593,10 @@ def _ranking_item(run: PromptSelectionRun) -> str:
     )
 
 
-def _constant_item(run: PromptSelectionRun) -> str:
-    sel = _name(run.selected)
+def _constant_item(run: PromptSelectionRun, selected: str) -> str:
+    sel = _name(selected)
     name, value = _best_constant(run)
-    relation, diff = _versus_constant(run, run.selected)
+    relation, diff = _versus_constant(run, selected)
     d = estimate_cell(diff.point, diff.low, diff.high, 2)
     constant = f"the best constant predictor (always {_constant_value(name)}, MAE {value:.2f}, no LLM)"
     if relation == "beats":
@@ -601,9 +612,9 @@ def _constant_item(run: PromptSelectionRun) -> str:
     )
 
 
-def _kappa_item(run: PromptSelectionRun) -> str:
-    sel = _name(run.selected)
-    r = run.summary.loc[run.selected]
+def _kappa_item(run: PromptSelectionRun, selected: str) -> str:
+    sel = _name(selected)
+    r = run.summary.loc[selected]
     cell = estimate_cell(r["kappa_qw"], r["kappa_lo"], r["kappa_hi"], 2)
     if pd.isna(r["kappa_lo"]) or pd.isna(r["kappa_hi"]):
         return f"{sel}'s weighted κ ({cell}) has no interval on this run: agreement beyond chance is not shown."
@@ -646,10 +657,39 @@ def _sample_item(run: PromptSelectionRun) -> str:
     )
 
 
+def _health(run: PromptSelectionRun) -> AnswerHealth:
+    every = pd.concat(list(run.scores.values())) if run.scores else pd.DataFrame()
+    return AnswerHealth.of_frame(every)
+
+
+def health_notes(run: PromptSelectionRun) -> list[Callout]:
+    """The warning shown when no template produced a parsed answer (nothing otherwise)."""
+    if run.selected is not None:
+        return []
+    return [unanswerable_warning("which template judges best", _health(run))]
+
+
 def takeaways_items(run: PromptSelectionRun) -> list[str]:
     """The chapter's key takeaways, each saying what this run's CIs allow: the ranking of the templates, the selected
-    one against the constant floor and against chance agreement, the paper's number, and the sample size."""
-    return [_ranking_item(run), _constant_item(run), _kappa_item(run), _paper_item(run), _sample_item(run)]
+    one against the constant floor and against chance agreement, the paper's number, and the sample size. With no
+    parsed answer: what the judge returned, and nothing else."""
+    if run.selected is None:
+        return [
+            f"No template produced a parsed answer, so none was selected and nothing about the templates can be "
+            f"read from this run. {_health(run).sentence()}",
+            "Chapter 2 judges with its `template` parameter instead (CoT, the paper's choice, by default).",
+        ]
+    sel = run.selected
+    health = _health(run)
+    unusable = [f"Every number below rests on the answers that could be read: {health.sentence()}"]
+    return [
+        *(unusable if health.unusable * 5 > health.n else []),
+        _ranking_item(run, sel),
+        _constant_item(run, sel),
+        _kappa_item(run, sel),
+        _paper_item(run),
+        _sample_item(run),
+    ]
 
 
 def glue_values(run: PromptSelectionRun) -> dict[str, int | float]:

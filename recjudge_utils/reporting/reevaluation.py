@@ -22,6 +22,7 @@ from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE, spearman_ci
 from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
 from recjudge_utils.recommenders import DISPLAY_NAMES
+from recjudge_utils.reporting.answer_health import NO_PARSED, AnswerHealth, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, stand_in_note
 from recjudge_utils.reporting.display import SMALL_MODEL_MARKERS, captioned, error_bars, estimate_cell
 from recjudge_utils.reporting.figures import MARKERS, palette
@@ -242,7 +243,10 @@ def table3_frame(
     for m in metrics:
         head = _label(m, top_k) + ("" if m == "avg" else " (%)")
         columns[(head, "this run")] = [
-            estimate_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits=2) for _, r in summary.iterrows()
+            NO_PARSED
+            if m in SERENDIPITY_METRICS and pd.isna(r[m]) and r["users_judged"]
+            else estimate_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits=2)
+            for _, r in summary.iterrows()
         ]
         columns[(head, f"paper ({paper_dataset})")] = [
             _paper_cell(paper.loc[_name(r), m], m) if _name(r) in paper.index else "-" for r in summary["rs"]
@@ -377,7 +381,8 @@ def _best(summary: pd.DataFrame, m: str) -> tuple[str, bool, str]:
     """Best RS on metric m, whether its CI lies above the CI of every other RS, and that verdict in words."""
     top, overlapping = _overlapping(summary, m)
     if top is None:
-        return "n/a", False, "(no RS has a value)"
+        why = NO_PARSED if m in SERENDIPITY_METRICS and summary["users_judged"].any() else "no RS has a value"
+        return "none", False, f"({why})"
     name = _name(top["rs"])
     if len(summary.dropna(subset=[m])) == 1:
         return name, False, "(the only RS with a value: nothing to compare)"
@@ -509,6 +514,8 @@ def random_test_lines(run: ReevaluationRun) -> list[str]:
     label = METRIC_LABELS["p_ser"]  # the metric the experiment tests
     tests = random_tests(run)
     if tests.empty:
+        if "random" in set(run.summary["rs"]):
+            return [f"paired t-tests against Random on {label}: {NO_PARSED} for Random or the others, nothing to test"]
         return ["no Random baseline in this run"]
     tested = tests.dropna(subset=["Holm-adjusted p"])
     if tested.empty:
@@ -630,11 +637,35 @@ def _judge_takeaway(judge_name: str) -> str | None:
     return None
 
 
+def _health(run: ReevaluationRun) -> AnswerHealth:
+    return AnswerHealth.of_frame(run.judgments)
+
+
+def health_notes(run: ReevaluationRun) -> list[Callout]:
+    """The warning shown when the judge returned no usable answer (nothing otherwise): the accuracy half stands,
+    the serendipity half cannot be computed."""
+    health = _health(run)
+    if not health.n or not health.nothing_usable:
+        return []
+    return [unanswerable_warning("how serendipitous the recommenders are (the accuracy half needs no judge)", health)]
+
+
+def _health_takeaway(run: ReevaluationRun) -> str | None:
+    """What the judge returned, when so little was usable that the serendipity half rests on few answers."""
+    health = _health(run)
+    if not health.n or health.unusable * 5 <= health.n:
+        return None
+    if health.nothing_usable:
+        return f"No serendipity number could be computed: {health.sentence()}"
+    return f"The serendipity half rests on the answers that could be read: {health.sentence()}"
+
+
 def takeaways_items(run: ReevaluationRun) -> list[str]:
     """The chapter's key takeaways from this run: who leads on accuracy and on serendipity and whether the CIs
     allow a ranking, the random floor, Avg.Score against the paper's range, and what the judge's numbers are worth."""
     k = run.config.top_k
     items = [
+        _health_takeaway(run),
         _lead_takeaway(run.summary, "p_acc", k),
         _lead_takeaway(run.summary, "p_ser", k),
         _random_takeaway(run.summary, k),

@@ -13,13 +13,16 @@ Each paper notebook writes ``<run folder>/<notebook>/results.json``::
          "interval": "95% percentile bootstrap"},
         ...
       ],
-      "items": {"scores": [{"template": "cot", "user": 17, "item": 302, "label": 4}, ...]}
+      "items": {"scores": [{"template": "cot", "user": 17, "item": 302, "label": 4}, ...]},
+      "judgments": {"n": 40, "parsed": 38, "unparsed": 2, "error": 0}
     }
 
 ``results`` are the headline numbers, each with its CI (``low``/``high``, null when none), the number of units
 behind it (``n``) and how the interval was made. ``items`` are the per-item labels (one list per kind of
-judgment), so judges can be compared on the items both judged. The file holds nothing that changes between two
-executions of the same answers (no timings, no dates): a replay from an archive reproduces it byte for byte.
+judgment), so judges can be compared on the items both judged. ``judgments`` counts this notebook's judgments by
+status (cache hits included), so a chapter whose judge answered nothing usable still says so in its results. The
+file holds nothing that changes between two executions of the same answers (no timings, no dates): a replay from an
+archive reproduces it byte for byte.
 ``kind`` is ``"simulated"`` for the simulated judge, which the book never mixes into an LLM table.
 """
 
@@ -43,6 +46,7 @@ __all__ = [
     "USAGE_FILE",
     "Result",
     "judge_kind",
+    "judgment_counts",
     "read_results",
     "result",
     "write_results",
@@ -79,14 +83,29 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _write_usage(judge: Judge, target: Path) -> None:
+def _usage_total(judge: Judge) -> dict[str, Any]:
     summary = getattr(judge, "usage_summary", None)
     table = summary() if callable(summary) else None
     if table is None or table.empty:
-        return
+        return {}
     total = table[table["template_id"] == "TOTAL"].iloc[0].drop("template_id").to_dict()
-    usage = {k: (v.item() if hasattr(v, "item") else v) for k, v in total.items()}
-    target.write_text(json.dumps(_finite(usage), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in total.items()}
+
+
+def judgment_counts(judge: Judge) -> dict[str, int]:
+    """This notebook's judgments by status (cache hits included): what ``results.json`` records as ``judgments``."""
+    usage = _usage_total(judge)
+    counts = {
+        k: int(usage.get(field) or 0)
+        for k, field in (("parsed", "parsed"), ("unparsed", "unparsed"), ("error", "errors"))
+    }
+    return {"n": sum(counts.values()), **counts}
+
+
+def _write_usage(judge: Judge, target: Path) -> None:
+    usage = _usage_total(judge)
+    if usage:
+        target.write_text(json.dumps(_finite(usage), indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def write_results(
@@ -111,6 +130,7 @@ def write_results(
         "data": data,
         "results": [asdict(r) for r in results],
         "items": {k: [dict(row) for row in rows] for k, rows in (items or {}).items()},
+        "judgments": judgment_counts(judge),
     }
     text = json.dumps(_finite(payload), indent=1, sort_keys=True, default=_json, allow_nan=False)
     tmp = target.with_suffix(".json.tmp")

@@ -30,6 +30,7 @@ from recjudge_utils.metrics.pairwise import TIE
 from recjudge_utils.protocols.adversarial import OUTCOMES
 from recjudge_utils.protocols.context.saer import SUBSTITUTIONS
 from recjudge_utils.protocols.saer import VERSION_NAMES, few_shot_answers, load_template
+from recjudge_utils.reporting.answer_health import AnswerHealth, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, admonition, exercise
 from recjudge_utils.reporting.display import estimate_cell
 from recjudge_utils.reporting.figures import forest_plot, palette
@@ -652,6 +653,7 @@ def time_cost(run: SaerRun) -> pd.DataFrame:
     judge_s = sum(run.timings.get(f"judge {task}", 0.0) for task in ("pointwise", "pairwise", "adversarial"))
     per_call = float(fresh["latency_s"].mean()) if len(fresh) else float("nan")
     cost_per_call = float(fresh["cost_usd"].mean()) if len(fresh) else float("nan")
+    priced = bool(allr["cost_usd"].notna().any())
     rows = [
         (
             "judgments in this run",
@@ -665,7 +667,7 @@ def time_cost(run: SaerRun) -> pd.DataFrame:
         ),
         ("judging wall time (this run)", f"{judge_s / 60:.2f} min", "about 30 min"),
         ("whole run incl. data and recommenders", f"{sum(run.timings.values()) / 60:.2f} min", "not reported"),
-        ("cost (this run)", f"${allr['cost_usd'].sum():.4f}", "about $28"),
+        ("cost (this run)", f"${allr['cost_usd'].sum():.4f}" if priced else _UNPRICED, "about $28"),
         (
             "mean latency per fresh call",
             f"{per_call:.2f} s" if not np.isnan(per_call) else "n/a (all cached)",
@@ -673,7 +675,8 @@ def time_cost(run: SaerRun) -> pd.DataFrame:
         ),
         (
             f"extrapolated to {PAPER_CALLS} calls (our inference of the paper's run size), sequential",
-            f"{PAPER_CALLS * per_call / 60:.1f} min, ${PAPER_CALLS * cost_per_call:.2f}"
+            f"{PAPER_CALLS * per_call / 60:.1f} min, "
+            + (f"${PAPER_CALLS * cost_per_call:.2f}" if not np.isnan(cost_per_call) else _UNPRICED)
             if not np.isnan(per_call)
             else "n/a",
             "about 30 min, $28",
@@ -682,8 +685,16 @@ def time_cost(run: SaerRun) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Quantity", "Ours", f"Paper ({PAPER_JUDGE})"])
 
 
+_UNPRICED = "unknown (no price for this model)"
+
+
+def _first_raw(bad: pd.DataFrame) -> str:
+    raw = bad["raw_text"].dropna().astype(str) if "raw_text" in bad else pd.Series(dtype=str)
+    return raw.iloc[0][:160].replace("\n", " ") if len(raw) else "-"
+
+
 def unparsed_summary(run: SaerRun) -> pd.DataFrame:
-    """Unparsed answers per task and prompt version, with the most common reason."""
+    """Unparsed answers per task and prompt version, with the most common reason and one raw answer."""
     rows = []
     for task, frame in (("pointwise", run.pointwise), ("pairwise", run.pairwise), ("adversarial", run.adversarial)):
         for version, sub in frame.groupby("prompt_version", sort=True):
@@ -696,8 +707,8 @@ def unparsed_summary(run: SaerRun) -> pd.DataFrame:
                     "Calls": len(sub),
                     "Unparsed": int((sub["status"] == "unparsed").sum()),
                     "Errors": int((sub["status"] == "error").sum()),
-                    "Unparsed %": 100 * len(bad) / len(sub) if len(sub) else float("nan"),
                     "Most common reason": reasons.index[0] if len(reasons) else "-",
+                    "One raw answer (first 160 characters)": _first_raw(bad),
                 }
             )
     return pd.DataFrame(rows)
@@ -853,11 +864,32 @@ def _detection_takeaway(run: SaerRun) -> str | None:
     return f"Adversarial detection with the {_version_label(main)}: {share} correct; {verdict}."
 
 
+def _health(run: SaerRun) -> AnswerHealth:
+    frames = [f for f in (run.pointwise, run.pairwise, run.adversarial) if len(f)]
+    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
+def health_notes(run: SaerRun) -> list[Callout]:
+    """The warning shown when no label, verdict or adversarial answer could be read (nothing otherwise)."""
+    health = _health(run)
+    if not health.n or not health.nothing_usable:
+        return []
+    return [unanswerable_warning("how the two recommenders' lists compare, or whether the judge spots a decoy", health)]
+
+
 def takeaways_items(run: SaerRun) -> list[str]:
     """The chapter's key takeaways, computed from the run: each statement about a number says what its 95 %
     interval allows (a rank only where intervals do not overlap, a difference from a reference only where the
-    interval excludes it). Measures with nothing parsed are left out."""
+    interval excludes it). Measures with nothing parsed are left out; when more than a fifth of the answers could
+    not be read, the first takeaway says so."""
     out: list[str] = []
+    health = _health(run)
+    if health.nothing_usable:
+        return [
+            f"No label, verdict or adversarial answer could be read, so nothing can be measured: {health.sentence()}"
+        ]
+    if health.unusable * 5 > health.n:
+        out.append(f"The numbers below rest on the answers that could be read: {health.sentence()}")
     a, b = ALGORITHMS
     good = run.labels.loc[run.labels["category"] == CATEGORIES[0]].set_index("algorithm")
     shares = [tuple(good.loc[alg, ["pct", "low", "high"]].astype(float)) for alg in ALGORITHMS]

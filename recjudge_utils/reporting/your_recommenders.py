@@ -14,6 +14,8 @@ from pandas.io.formats.style import Styler
 
 from recjudge_utils.experiments.your_recommenders import Recovery, YourRecommendersRun
 from recjudge_utils.lists import RecommendationLists
+from recjudge_utils.reporting.answer_health import AnswerHealth, unanswerable_warning
+from recjudge_utils.reporting.callouts import Callout
 from recjudge_utils.reporting.display import captioned, error_bars, estimate_cell
 from recjudge_utils.reporting.figures import MARKERS, palette
 
@@ -30,7 +32,6 @@ __all__ = [
     "serendipity_table",
     "takeaways_items",
     "tau_table",
-    "template_line",
     "unparsed_table",
     "verdict_figure",
     "verdict_table",
@@ -70,16 +71,6 @@ def lists_table(lists: RecommendationLists) -> Styler:
         }
     )
     return captioned(report, f"The systems read, cut to their top {lists.top_k}", precision=0)
-
-
-def template_line(template: str, given: bool, selected: dict[str, object]) -> str:
-    """Which serendipity prompt the chapter uses, and where it came from."""
-    source = str(selected.get("source", ""))
-    if given:
-        return f"serendipity template: {template} (the template parameter)"
-    if source.endswith(".json"):
-        return f"serendipity template: {template} (chapter 1's selection in this run)"
-    return f"serendipity template: {template} (the paper's CoT: chapter 1 has not run in this run)"
 
 
 def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n_users: int) -> str:
@@ -189,6 +180,20 @@ def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | str:
     if not rows:
         return "Every answer of this run's judge could be read."
     return captioned(pd.DataFrame(rows), "Answers that could not be read, by protocol and reason", precision=0)
+
+
+def _health(run: YourRecommendersRun) -> AnswerHealth:
+    frames = [f for f in run.judgments.values() if len(f)]
+    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
+def health_notes(run: YourRecommendersRun) -> list[Callout]:
+    """The warning shown when none of the judge's answers, under any protocol, could be read (nothing otherwise):
+    the offline metrics still stand."""
+    health = _health(run)
+    if not health.n or not health.nothing_usable:
+        return []
+    return [unanswerable_warning("how the protocols rank your systems (the offline metrics need no judge)", health)]
 
 
 def win_matrix(run: YourRecommendersRun) -> Styler | str:

@@ -18,7 +18,9 @@ from ``seed`` and the request's cache key, so the same request always gets the s
   absent* preference names the list shown first with probability ``position_bias`` (``b``) and is a Tie otherwise;
   so with no preference the list shown first wins with probability ``b`` and ties ``1 - b``: a single-order win
   rate, ties counted half, of ``0.5 + b / 2``;
-* *unparseable answers* ``unparseable``: with that probability the answer is prose no parser accepts.
+* *unparseable answers* ``unparseable``: with that probability the answer is prose no parser accepts;
+* *failed calls* ``failing``: with that probability the call fails as a provider's would (no answer, an error the
+  client records and never caches), drawn before everything else.
 
 With every parameter at 0 the judge reproduces the truth exactly through every protocol.
 """
@@ -45,6 +47,8 @@ __all__ = ["SIM_PREFIX", "SimParameters", "SimulatedJudge", "simulated_answer"]
 
 SIM_PREFIX = "simulated judge"
 UNPARSEABLE_ANSWER = "I am not sure how to judge this one; both look reasonable to me."
+#: the error a failing simulated call reports (``failing``)
+SIMULATED_FAILURE = "simulated judge: the call failed (the failing parameter)"
 
 
 @dataclass(frozen=True)
@@ -57,11 +61,12 @@ class SimParameters:
     tie_propensity: float = 0.0
     context_neglect: float = 0.0
     unparseable: float = 0.0
+    failing: float = 0.0
     margin: float = 0.5
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("position_bias", "tie_propensity", "context_neglect", "unparseable"):
+        for name in ("position_bias", "tie_propensity", "context_neglect", "unparseable", "failing"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"simulated judge: {name} is a probability, not {value}")
@@ -77,6 +82,7 @@ class SimParameters:
             ("tie_propensity", "tie propensity"),
             ("context_neglect", "context neglect"),
             ("unparseable", "unparseable"),
+            ("failing", "failing"),
         ):
             value = getattr(self, name)
             if value:
@@ -212,7 +218,11 @@ class SimulatedJudge(Backend):
         for job in jobs:
             if stop.is_set():
                 return
-            text = simulated_answer(job.request, self.params, _rng(self.params.seed, job.plan.key))
+            rng = _rng(self.params.seed, job.plan.key)
+            if self.params.failing and rng.random() < self.params.failing:
+                deliver(job, CallOutcome(job.plan, None, error=SIMULATED_FAILURE, attempts=1))
+                continue
+            text = simulated_answer(job.request, self.params, rng)
             prompt_chars = sum(len(str(m["content"])) for m in job.request.messages)
             completion = Completion(
                 text=text,
