@@ -20,7 +20,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from recjudge_utils import book
 from recjudge_utils.book.report import load_manifest
 from recjudge_utils.book.runner import RunManifest, manifest_markdown
-from recjudge_utils.book.usage import health_line, health_text, judge_health, reason_kind
+from recjudge_utils.book.usage import health_line, judge_health, reason_kind
 from recjudge_utils.judge.profiles import load_profile
 
 PROSE = "I think the user would probably enjoy these movies, they look quite nice overall."
@@ -91,9 +91,6 @@ def test_counts_per_notebook_from_this_executions_lines(tmp_path: Path) -> None:
     assert a["error_reasons"] == [["HTTP 400: injected failure", 1]]
     assert (rows["02_b"]["flagged"], rows["03_c"]["flagged"]) == (False, True)
     assert rows["04_d"]["judgments"] == 0 and not rows["04_d"]["flagged"]
-    assert health_text(a) == "3 of 8 usable ⚠ more than a fifth unusable"
-    assert health_text(rows["02_b"]) == "4 of 5 usable"
-    assert health_text(rows["04_d"]) == "no judgment"
     assert health_line(a) == (
         "01_a 3 of 8 answers usable (4 unparsed, 3 of them: no JSON object found in answer; "
         "1 error: HTTP 400: injected failure)"
@@ -108,9 +105,9 @@ def test_the_manifest_page_shows_each_notebooks_health(tmp_path: Path) -> None:
     manifest.judge_health = judge_health(tmp_path, {"03_arena": 0, "04_saer": 0})
     page = manifest_markdown(manifest)
     assert "## Judge health" in page and "more than a fifth of the answers were unusable" in page
-    assert "| 03_arena | 32 | 30 | 2 | 0 | 0 | 30 of 32 usable | unparsed (2 of 2): `a \\| pipe 'x'` |" in page
+    assert "| 03_arena | 30 of 32 | 2 / 0 | 0 | unparsed (2 of 2): `a \\| pipe 'x'` |" in page
     assert (
-        "| 04_saer | 12 | 0 | 12 | 0 | 0 | 0 of 12 usable ⚠ more than a fifth unusable | "
+        "| 04_saer | 0 of 12 ⚠ | 12 / 0 | 0 | "
         "unparsed (12 of 12): `no REASONING/CATEGORY/FLAGGED ITEMS/VERDICT field` |"
     ) in page
     assert "## Judge health" not in manifest_markdown(RunManifest("r", {}, "demo", {}, "0", "c", "3", "now"))
@@ -188,8 +185,8 @@ def test_a_run_records_flags_and_prints_its_judges_health(
     counts = {r["notebook"]: tuple(r[f] for f in fields) for r in saved["judge_health"]}
     assert counts == {"01_a": (5, 1, 3, 1, 0, True), "02_b": (5, 4, 1, 0, 0, False)}
     page = (isolated_runs / "half" / "run_manifest.md").read_text()
-    assert "| 01_a | 5 | 1 | 3 | 1 | 0 | 1 of 5 usable ⚠ more than a fifth unusable |" in page
-    assert "| 02_b | 5 | 4 | 1 | 0 | 0 | 4 of 5 usable |" in page
+    assert "| 01_a | 1 of 5 ⚠ | 3 / 1 | 0 |" in page
+    assert "| 02_b | 4 of 5 | 1 / 0 | 0 |" in page
     assert page == (isolated_runs / "half" / "executed" / "run_manifest.md").read_text()  # the page the book shows
 
     # again: every answer from the cache (the failed call is asked again and fails again), counted the same

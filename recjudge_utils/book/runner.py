@@ -41,7 +41,6 @@ from recjudge_utils.book.usage import (
     METHOD_FILE,
     actual_usage,
     health_line,
-    health_text,
     judge_health,
     log_offsets,
     plan_summary,
@@ -391,13 +390,14 @@ def judge_health_table(manifest: RunManifest) -> list[str]:
         "⚠ marks a notebook where more than a fifth of the answers were unusable: its results rest on fewer judgments "
         "than it asked for. Cache hits count like any answer.",
         "",
-        "| notebook | judgments | parsed | unparsed | errors | cache hits | judge health | most common reason |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| notebook | usable of judged | unparsed / errors | cache hits | most common reason |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for row in rows:
+    for row in rows:  # five columns: the page is read on a laptop, and a wider table wraps every cell
+        usable = f"{row['parsed']} of {row['judgments']}" + (" ⚠" if row["flagged"] else "")
         lines.append(
-            f"| {row['notebook']} | {row['judgments']} | {row['parsed']} | {row['unparsed']} | {row['errors']} | "
-            f"{row['cache_hits']} | {health_text(row)} | {_reason_cell(row)} |"
+            f"| {row['notebook']} | {usable} | {row['unparsed']} / {row['errors']} | {row['cache_hits']} | "
+            f"{_reason_cell(row)} |"
         )
     return lines
 

@@ -45,7 +45,6 @@ __all__ = [
     "earlier_calls",
     "health_from_logs",
     "health_line",
-    "health_text",
     "judge_health",
     "judge_latency",
     "plan_summary",
@@ -538,14 +537,6 @@ def judge_health(run_folder: Path, offsets: Mapping[str, int]) -> list[dict[str,
     the unusable share, whether it is flagged (more than :data:`UNUSABLE_SHARE_FLAG`) and the most common reasons
     (:func:`reason_kind`) of the unparsed answers and of the failed calls."""
     return [_health_row(nb, read_jsonl(run_folder / nb / "judgments.jsonl", start)) for nb, start in offsets.items()]
-
-
-def health_text(row: Mapping[str, Any]) -> str:
-    """One notebook's health in words: ``30 of 32 usable``, ``0 of 32 usable ⚠ more than a fifth unusable``."""
-    if not row["judgments"]:
-        return "no judgment"
-    text = f"{row['parsed']} of {row['judgments']} usable"
-    return text + (" ⚠ more than a fifth unusable" if row["flagged"] else "")
 
 
 def _most(count: int, what: str, reasons: list[list[Any]]) -> str:

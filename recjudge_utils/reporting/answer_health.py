@@ -107,7 +107,7 @@ def unanswerable_warning(question: str, health: AnswerHealth, noun: str = "answe
     """The warning a chapter shows where its question cannot be answered at all: what it asked, what it got, and
     what to try. Nothing else in the chapter claims a finding then; the results file still records the counts."""
     body = (
-        f"**This run cannot answer {question}** {health.sentence(noun)} Every table below shows what could be "
+        f"**This run cannot answer {question}.** {health.sentence(noun)} Every table below shows what could be "
         "computed and marks the rest; no number is filled in. To get an answer, rerun the chapter with a judge that "
         'follows the answer format (a capable judge profile, or `judge = "sim"` to see the protocol at work), '
         "and check the unparsed answers below for what this judge wrote instead."
