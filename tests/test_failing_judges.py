@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_book_end_to_end import executed_text
 
 from recjudge_utils import book
 from recjudge_utils.book.runner import select_notebooks, template_selection_line
@@ -167,17 +168,6 @@ def knob_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             os.environ["RECJUDGE_RUNS_DIR"] = saved
 
 
-def _outputs(run_folder: Path, notebook: str) -> str:
-    nb = json.loads((run_folder / "executed" / f"{notebook}.ipynb").read_text())
-    parts = []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            parts.append("".join(out.get("text", "")))
-            for value in (out.get("data") or {}).values():
-                parts.append(value if isinstance(value, str) else "".join(value) if isinstance(value, list) else "")
-    return "\n".join(parts)
-
-
 CHAPTERS = ["00", "01", "02", "03", "04", "06", "07"]
 JUDGING = ("00_introduction", "01_serendipity_prompt_selection", "02_rs_reevaluation", "03_recsys_arena", "04_saer",
            "07_your_recommenders")  # fmt: skip
@@ -212,19 +202,19 @@ def test_a_chapter_with_nothing_usable_warns_and_claims_nothing(knob_runs: Path,
     folder = knob_runs / knob
     for notebook in ("01_serendipity_prompt_selection", "02_rs_reevaluation", "03_recsys_arena", "04_saer",
                      "07_your_recommenders"):  # fmt: skip
-        shown = _outputs(folder, notebook)
+        shown = executed_text(folder, notebook)
         assert "No usable judgments" in shown, notebook
         assert " could be read" in shown, notebook
-    chapter1 = _outputs(folder, "01_serendipity_prompt_selection")
+    chapter1 = executed_text(folder, "01_serendipity_prompt_selection")
     assert "selected template: none." in chapter1 and "had the lowest MAE" not in chapter1
     assert (
         json.loads((folder / "01_serendipity_prompt_selection" / "selected_template.json").read_text())["template"]
         is None
     )
-    chapter2 = _outputs(folder, "02_rs_reevaluation")
+    chapter2 = executed_text(folder, "02_rs_reevaluation")
     assert "chapter 1 selected none" in chapter2
     assert "has the highest Precision_ser" not in chapter2  # no serendipity number, so no leader
-    chapter3 = _outputs(folder, "03_recsys_arena")
+    chapter3 = executed_text(folder, "03_recsys_arena")
     assert "The interval contains 0.5" not in chapter3 and "No pair-wise verdict could be read" in chapter3
 
 
