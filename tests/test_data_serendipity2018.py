@@ -11,8 +11,10 @@ import pytest
 
 from recjudge_utils.data import DataFormatError, load_serendipity_pairs
 from recjudge_utils.data.serendipity2018 import (
+    G_REVERSE_KEYED,
     PAPER_G_COUNTS,
     SERENDIPITY_STATEMENTS,
+    g_rule_check,
     load_serendipity2018,
     serendipity_ground_truth,
 )
@@ -129,3 +131,37 @@ def test_step_scores_come_from_the_data_not_from_g() -> None:
     assert rows.loc[(101, 11), "unexpectedness"] == 2  # (3 + 2 + 2) / 3 = 2.33, s5 not answered
     assert rows.loc[(102, 12), "unexpectedness"] == 5  # (5 + 5 + 5 + 5) / 4
     assert (rows["relevance"] != rows["g"]).any()  # not a copy of g
+
+
+def test_g_follows_the_papers_plain_average_and_the_check_shows_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32, item 9: g = the plain average of s1..s6 (the paper's words), s3 as answered; the check counts g
+    under each rule (s3 as given or reversed, .5 up or to even) beside the paper's counts."""
+    assert G_REVERSE_KEYED == ()
+    sp = load_serendipity2018(FIX / "serendipity-2018", n_history=3)
+    check = sp.extra["g_rule_check"]
+    levels = [f"g={level}" for level in range(1, 6)]
+    # fixture answers (s1..s6): [5,4,2,4,4,5], [1,1,5,1,2,1], [3,NA,3,2,NA,2], [5,5,1,5,5,5]
+    expected = {
+        "as given, half up (the book's)": [0, 1, 1, 2, 0],  # 4.0, 1.83, 2.5 -> 3, 4.33
+        "as given, half to even": [0, 2, 0, 2, 0],  # 2.5 -> 2
+        "s3 reversed, half up": [1, 0, 1, 1, 1],  # 4.33, 1.17, 2.5 -> 3, 5.0
+        "s3 reversed, half to even": [1, 1, 0, 1, 1],
+        "paper (Sec. 4.1)": [321, 1022, 586, 208, 13],
+    }
+    assert {rule: check.loc[rule, levels].astype(int).tolist() for rule in check.index} == expected
+    # the loader's g is the book's rule, and the table printed says so beside the others
+    assert sp.g_distribution().tolist() == expected["as given, half up (the book's)"]
+    assert "s3 reversed, half up" in capsys.readouterr().out
+    assert sp.extra["users_of"] == "serendipity-2018"  # the survey's own ids: no MovieLens user is one of them
+
+
+def test_g_rule_check_finds_the_rule_that_reproduces_the_papers_counts() -> None:
+    """Answers built so that averaging them as given gives exactly the paper's 321 / 1,022 / 586 / 208 / 13; the
+    check must single that rule out (no pair off, chi-square p = 1) and put the reversed-s3 rule off."""
+    levels = np.repeat(np.arange(1, 6), [PAPER_G_COUNTS[level] for level in range(1, 6)])
+    answers = pd.DataFrame({s: levels.astype(float) for s in SERENDIPITY_STATEMENTS})
+    check = g_rule_check(answers)
+    book = check.loc["as given, half up (the book's)"]
+    assert book["n"] == 2150 and book["pairs_off"] == pytest.approx(0.0) and book["chi2_p"] == pytest.approx(1.0)
+    reversed_s3 = check.loc["s3 reversed, half up"]
+    assert reversed_s3["pairs_off"] > 100 and reversed_s3["chi2_p"] < 1e-6

@@ -136,6 +136,8 @@ def test_proxy_from_fixture_is_labelled_stand_in() -> None:
     assert all(len(h) == 3 for h in pairs.pairs["history"])
     assert pairs.pairs["g"].between(1, 5).all()
     assert {"item", "title", "genres"} <= set(pairs.items.columns)
+    # its users are MovieLens-100K's: chapters judging that dataset check their users against the examples' users
+    assert pairs.extra["users_of"] == ds.name == "ml-100k"
 
 
 def test_load_serendipity_pairs_falls_back_to_stand_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -148,7 +148,7 @@ def test_transparency_run_gives_the_numbers_of_the_old_code(scripted_judge):
     assert len(six) == 6 and "transparency" in six
     asked = [r for _, reqs in client.calls for r in reqs]
     assert asked and all(set(r.json_schema["properties"]) == six | {OVERALL} for r in asked)  # type: ignore[index]
-    assert all("Transparency" in r.messages[0]["content"] and "Accuracy" in r.messages[0]["content"] for r in asked)
+    assert all("Transparency" in r.messages[-1]["content"] and "Accuracy" in r.messages[-1]["content"] for r in asked)
     assert {f"verdict_{k}" for k in six} <= set(run.raw)
     assert run.panel.users == [1, 3, 4, 5, 6, 8]
     assert set(run.timings) == {"train deepfm+features", "train deepfm-ids", "judge pairwise"}

@@ -364,3 +364,86 @@ def test_run_results_hold_numeric_cis_and_the_earlier_numbers(scripted_judge):
         f"train {name}" for name in cfg.recommenders
     }
     assert len(res.items()["scores"]) == len(res.judgments)
+
+
+# ---------------------------------------------------------------- few-shot examples: chapter 1's (issue 32, item 1)
+def labelled_pairs(users_of=None) -> SerendipityPairs:
+    """Four labelled pairs per level from users 1000+ (one pair each), so that examples can be drawn around any
+    excluded user; ``users_of`` names the dataset whose user ids they carry."""
+    rows = [{"user": 1000 + k, "item": k % 30, "g": k % 5 + 1, "history": [1, 2, 3]} for k in range(20)]
+    extra = {} if users_of is None else {"users_of": users_of}
+    return SerendipityPairs(pd.DataFrame(rows), toy_items(), "toy pairs", False, "test", extra)
+
+
+def chapter_1(scripted_judge, pairs: SerendipityPairs, path=None, **config):
+    """Chapter 1 run on ``pairs`` (examples drawn with seed 3, so not those a seed-0 draw gives) and its hand-over
+    record written where chapter 2 reads it (the run folder, or ``path``)."""
+    from recjudge_utils.experiments import prompt_selection
+
+    cfg = prompt_selection.PromptSelectionConfig(templates=("base",), n_pairs=4, n_boot=20, seed=3, **config)
+    run = prompt_selection.run(scripted_judge(lambda req: '{"score": 3}', model="ch1"), pairs, cfg)
+    return run, prompt_selection.save_selection(run, path)
+
+
+def test_few_shot_examples_are_chapter_1s_unless_they_cannot_be(scripted_judge, tmp_path):
+    from recjudge_utils.experiments.steps import few_shot_examples
+    from recjudge_utils.protocols.pointwise_score import save_selected_template
+
+    pairs = labelled_pairs()
+    ch1, record = chapter_1(scripted_judge, pairs, tmp_path / "selected.json")
+    fresh = few_shot_examples(pairs, [1, 2], 10, 10, seed=0, record=tmp_path / "none.json")
+    assert fresh.origin == "fresh draw" and "chapter 1 has not run in this run" in fresh.why
+    assert not fresh.examples[["user", "item"]].equals(ch1.examples[["user", "item"]])  # so the test can fail
+    got = few_shot_examples(pairs, [1, 2], 10, 10, seed=0, record=record)
+    assert got.origin == "chapter 1" and got.line().startswith("few-shot examples: chapter 1's 10 (users ")
+    pd.testing.assert_frame_equal(got.examples, ch1.examples)  # the same pairs, texts and order
+
+    # a judged user among chapter 1's example users: a fresh draw around every judged user, and the line says why
+    clash = int(ch1.examples["user"].iloc[0])
+    redrawn = few_shot_examples(pairs, [1, clash], 10, 10, seed=0, record=record)
+    assert redrawn.origin == "fresh draw" and f"example user(s) {clash} are judged here" in redrawn.why
+    assert clash not in set(redrawn.examples["user"]) and len(redrawn.examples) == 10
+    # ... unless the pairs' user ids are another dataset's (the real Serendipity-2018 beside MovieLens)
+    other = labelled_pairs(users_of="serendipity-2018")
+    kept = few_shot_examples(other, [1, clash], 10, 10, seed=0, dataset_name="ml-1m", record=record)
+    assert kept.origin == "chapter 1"
+    assert few_shot_examples(other, [clash], 10, 10, 0, "serendipity-2018", record).origin == "fresh draw"
+
+    # every other reason to draw afresh is named
+    for args, reason in (
+        ((5, 10), "chapter 1 drew 10 examples with 10 history items, this chapter asks for 5 with 10"),
+        ((10, 5), "this chapter asks for 10 with 5"),
+    ):
+        assert reason in few_shot_examples(pairs, [1], *args, seed=0, record=record).why
+    relabelled = SerendipityPairs(pairs.pairs, pairs.items, "other pairs", False, "test")
+    assert (
+        "chapter 1 drew them from toy pairs [STAND-IN]"
+        in few_shot_examples(relabelled, [1], 10, 10, 0, None, record).why
+    )
+    changed = SerendipityPairs(pairs.pairs.assign(g=6 - pairs.pairs["g"]), pairs.items, "toy pairs", False, "test")
+    assert "recorded g differs" in few_shot_examples(changed, [1], 10, 10, 0, None, record).why
+    none = save_selected_template(None, tmp_path / "none-selected.json", reason="no parsed answer")
+    assert (
+        "chapter 1 selected no template (no parsed answer)" in few_shot_examples(pairs, [1], 10, 10, 0, None, none).why
+    )
+
+
+def test_chapter_2_judges_with_chapter_1s_examples(scripted_judge):
+    from recjudge_utils.protocols.pointwise_score import SerendipityJudge
+
+    pairs = labelled_pairs()
+    ds = Dataset("toy", interactions(), toy_items(), None, label="toy", is_real=False, source="test")
+    cfg = ReevaluationConfig(recommenders=("pop", "random"), folds=1, n_trials=0, n_users=2, top_k=3, seed=0)
+    before = reevaluation.run(scripted_judge(score_of, model="before"), ReevaluationData(ds, pairs), cfg)
+    assert before.examples_source.origin == "fresh draw" and "chapter 1 has not run" in before.examples_source.why
+    ch1, _ = chapter_1(scripted_judge, pairs)  # into this run's folder, where chapter 2 reads it
+    client = scripted_judge(score_of, model="after")
+    after = reevaluation.run(client, ReevaluationData(ds, pairs), cfg)
+    assert after.examples_source.origin == "chapter 1"
+    pd.testing.assert_frame_equal(after.examples_source.examples, ch1.examples)
+    # every request carries chapter 1's examples, in chapter 1's order, before the judged pair
+    shown = SerendipityJudge(client, template=cfg.template, examples=ch1.examples)
+    for _, requests in client.calls:
+        for r in requests:
+            expected = shown.messages([], int(r.metadata["item"]), ds.items)
+            assert r.messages[:-1] == expected[:-1]

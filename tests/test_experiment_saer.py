@@ -281,25 +281,27 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
         "judge pairwise",
         "judge adversarial",
     }
-    assert run.panel.lists["co-occurrence"][24] == [24, 25, 32, 23, 31, 13, 19, 9, 1, 37]
-    assert run.panel.lists["embedding"][24] == [32, 24, 16, 4, 20, 12, 8, 36, 28, 10]
-    assert run.panel.hits["co-occurrence"] == {24: 0, 10: 1, 14: 0, 6: 1, 1: 2, 17: 1, 3: 1, 4: 0, 2: 2}
-    assert run.labels["pct"].tolist() == pytest.approx([200 / 9, 400 / 9, 300 / 9, 0.0, 400 / 9, 500 / 9])
-    assert run.labels["low"].round(1).tolist() == [6.3, 18.9, 12.1, 0.0, 18.9, 26.7]
-    assert run.verdicts["cooccurrence_win_%"].tolist() == pytest.approx([1300 / 18, 400 / 9])
-    assert run.verdicts["tie_%"].tolist() == pytest.approx([0.0, 500 / 9])
-    assert run.verdicts["tie_hi"].round(1).tolist() == [17.6, 81.1]
+    # re-recorded when both recommenders moved to purchases only (issue 32, item 5): customer 24 keeps one visible
+    # interaction, a 1-2 star one, so neither model knows them and both give the popularity fallback
+    assert run.panel.lists["co-occurrence"][24] == [10, 37, 13, 9, 25, 31, 27, 1, 35, 16]
+    assert run.panel.lists["embedding"][24] == run.panel.lists["co-occurrence"][24]
+    assert run.panel.hits["co-occurrence"] == {24: 0, 10: 1, 14: 0, 6: 0, 1: 0, 17: 1, 3: 2, 4: 0, 2: 1}
+    assert run.labels["pct"].tolist() == pytest.approx([100 / 9, 300 / 9, 500 / 9, 200 / 9, 100 / 9, 600 / 9])
+    assert run.labels["low"].round(1).tolist() == [2.0, 12.1, 26.7, 6.3, 2.0, 35.4]
+    assert run.verdicts["cooccurrence_win_%"].tolist() == pytest.approx([1000 / 18, 400 / 18])
+    assert run.verdicts["tie_%"].tolist() == pytest.approx([0.0, 600 / 9])
+    assert run.verdicts["tie_hi"].round(1).tolist() == [17.6, 87.9]
     cons = run.position.loc["position consistency"]
-    assert (cons["count"], cons["n"]) == (4, 9) and cons["low"] == pytest.approx(18.87785210976645)
+    assert (cons["count"], cons["n"]) == (3, 9) and cons["low"] == pytest.approx(12.05838183869109)
     assert run.detection["correct_%"].tolist() == pytest.approx([600 / 9, 500 / 9, 500 / 9])
     assert run.detection["chose_Set_1_%"].tolist() == pytest.approx([200 / 9, 100 / 9, 100 / 9])
     ag = run.agreements
     assert ag["kappa_w"].tolist() == pytest.approx(
-        [0.7945205479452054] * 2 + [1.0, 0.0] + [-0.15384615384615397] * 2 + [1.0]
+        [0.8669950738916257] * 2 + [1.0, 0.06896551724137934] + [-0.15384615384615397] * 2 + [1.0]
     )
-    assert ag["kappa_lo"].round(2).tolist() == [0.65, 0.65, 1.0, 0.0, -0.62, -0.62, 1.0]
-    assert ag["raw_lo"].round(1).tolist() == [50.0, 50.0, 100.0, 11.1, 21.9, 21.9, 100.0]
-    assert agreement_table(run)["Weighted κ [95 % CI]"].iloc[0] == "0.79 [0.65, 0.93]"
+    assert ag["kappa_lo"].round(2).tolist() == [0.63, 0.63, 1.0, 0.0, -0.62, -0.62, 1.0]
+    assert ag["raw_lo"].round(1).tolist() == [61.1, 61.1, 100.0, 10.8, 21.9, 21.9, 100.0]
+    assert agreement_table(run)["Weighted κ [95 % CI]"].iloc[0] == "0.87 [0.63, 1.00]"
     for frame, value, low, high in (
         (run.labels, "pct", "low", "high"),
         (run.verdicts, "tie_%", "tie_lo", "tie_hi"),
@@ -312,7 +314,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     assert [r.metric for r in results].count("label_pct") == 6 and len(results) == 16
     for r in results:
         assert r.low is not None and r.high is not None and r.value is not None and r.low <= r.value <= r.high
-    assert results[0].low == pytest.approx(6.322510711784671)  # a number, no longer a string rounded to 0.1
+    assert results[0].low == pytest.approx(1.9890887638544907)  # a number, no longer a string rounded to 0.1
     assert {k: len(v) for k, v in run.items().items()} == {"pointwise": 54, "pairwise": 18, "adversarial": 27}
 
 
@@ -367,3 +369,38 @@ def test_config_checks_min_interactions_and_encoder():
         SaerConfig(max_history=0)
     with pytest.raises(ValueError, match="encoder"):
         SaerConfig(encoder="bert")
+
+
+def test_both_recommenders_learn_from_purchases_and_a_disliked_item_seeds_nothing():
+    """Issue 32, item 5: SAER's co-occurrence is items "frequently purchased together" (Sec. 3.4); the stand-in's
+    purchases are 3-5 stars, so a 1-2 star rating neither co-occurs, nor seeds a list, nor comes back in one."""
+    t0 = 1_000_000
+    rows = [
+        (1, 1, 5.0, t0),  # customer 1 bought item 1 ...
+        (1, 2, 1.0, t0 + DAY),  # ... and disliked item 2, most recently
+        *[(u, i, 4.0, t0 + u) for u in (2, 3, 4) for i in (2, 3)],  # items 2 and 3 bought together, three times
+        (5, 1, 4.0, t0 + 5),
+        (5, 4, 4.0, t0 + 6),  # items 1 and 4 bought together once
+        (6, 1, 2.0, t0 + 7),
+        (6, 5, 5.0, t0 + 8),  # items 1 and 5 only co-rated through a dislike
+    ]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    ds = Dataset("toy", inter, _two_genre_items(8), None, label="toy (stand-in)", is_real=False, source="test")
+    cfg = SaerConfig(n_customers=2, min_interactions=2, heldout=0, encoder=WORDS)
+    models = saer.fit_recommenders(ds, inter, cfg)
+    bought = {(u, i) for u, i, r, _ in rows if r >= 3}
+    for model in models.values():
+        matrix = model.train_matrix.tocoo()
+        learned = {
+            (int(model.user_ids[r]), int(model.item_ids[c])) for r, c in zip(matrix.row, matrix.col, strict=True)
+        }
+        assert learned == bought
+    cooc = models["co-occurrence"]
+    col = {int(i): c for c, i in enumerate(cooc.item_ids)}
+    assert cooc.cooccurrence[col[1], col[5]] == 0  # co-rated only through customer 6's 2-star rating
+    assert cooc.cooccurrence[col[1], col[2]] == 0 and cooc.cooccurrence[col[2], col[3]] == 3
+    lists = saer.unrated_lists(models, inter, [1], k=3)
+    # seeded by item 1 alone: item 4 (bought with it) first; item 3 (bought with the disliked item 2) has no score
+    assert lists["co-occurrence"][1][0] == 4
+    for per_user in lists.values():
+        assert not {1, 2} & set(per_user[1]) and len(per_user[1]) == 3  # nothing rated comes back, disliked included

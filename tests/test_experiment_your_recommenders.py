@@ -287,3 +287,38 @@ def test_recovery_compares_a_noisy_simulated_judge_with_a_perfect_one(world: dic
     same = ours.true_ranking_agreement(got.perfect, got.perfect, n_boot=20)
     own = same[same["against"].str.startswith("its own")]["tau"].dropna()
     assert len(own) and np.allclose(own, 1.0)
+
+
+def test_chapter_7_judges_with_chapter_1s_examples_and_keeps_its_users(world: dict[str, Any]) -> None:
+    """Issue 32, item 1: chapter 7 takes the few-shot examples as chapter 2 does, chapter 1's when it can; a judged
+    user among chapter 1's example users makes it draw afresh, never change the users (the same for every
+    protocol)."""
+    from recjudge_utils.protocols.few_shot import select_few_shot_examples
+    from recjudge_utils.protocols.pointwise_score import save_selected_template
+
+    ds, fold = world["dataset"], world["fold"]
+    lists = ours.read_system_lists(ds, fold, world["trec"], top_k=K)
+    users = ours.judged_users(fold, lists, 6, 0)
+    # three pairs per level: one of them from judged user users[0], who shares the toy dataset's user ids
+    rows = [{"user": 2000 + k, "item": k % N_ITEMS, "g": k % 5 + 1, "history": [1, 2, 3]} for k in range(15)]
+    rows[0]["user"] = users[0]
+    pairs = SerendipityPairs(pd.DataFrame(rows), ds.items, "toy pairs", False, "test", {"users_of": "toy"})
+    cfg = ours.YourRecommendersConfig(top_k=K, n_users=6, n_boot=50, protocols=("serendipity",))
+
+    def record(examples: pd.DataFrame) -> None:
+        fields = examples[["user", "item", "g", "relevance", "unexpectedness"]].to_dict("records")
+        save_selected_template("cot", n_shots=10, n_history=10, data=pairs.display_label, examples=fields)
+
+    chosen = select_few_shot_examples(pairs.pairs, ds.items, n_per_level=2, exclude_users=[users[0]], seed=5)
+    record(chosen)
+    run = ours.run(sim(world["tmp"]), ours.YourRecommendersData(ds, fold, pairs, lists), cfg)
+    assert run.examples_source is not None and run.examples_source.origin == "chapter 1"
+    pd.testing.assert_frame_equal(run.examples_source.examples, chosen)
+
+    with_judged_user = select_few_shot_examples(pairs.pairs, ds.items, n_per_level=2, seed=0)
+    assert users[0] in set(with_judged_user["user"])
+    record(with_judged_user)
+    redrawn = ours.run(sim(world["tmp"]), ours.YourRecommendersData(ds, fold, pairs, lists), cfg)
+    assert redrawn.examples_source is not None and redrawn.examples_source.origin == "fresh draw"
+    assert users[0] not in set(redrawn.examples_source.examples["user"])
+    assert redrawn.panel.users == run.panel.users == users

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
+from recjudge_utils.metrics.ranking import graded_ndcg_at_k, hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
 
 
 def test_hit_matrix_basic():
@@ -64,3 +64,17 @@ def test_hit_matrix_sorted_key_path_equals_dense_path(monkeypatch):
     np.testing.assert_array_equal(rm.hit_matrix(recs, relevant), dense)
     expected = np.array([[i in rel for i in row] for row, rel in zip(recs.tolist(), relevant, strict=True)])
     np.testing.assert_array_equal(dense, expected)
+
+
+def test_graded_ndcg_with_unit_gains_is_the_binary_ndcg_and_matches_sklearn():
+    rng = np.random.default_rng(1)
+    hits = rng.random((30, 6)) < 0.3
+    n_rel = hits.sum(axis=1) + rng.integers(0, 3, 30)  # some relevant items outside the list
+    unit = graded_ndcg_at_k(hits.astype(float), [np.ones(n) for n in n_rel], k=6)
+    np.testing.assert_allclose(unit, ndcg_at_k(hits, n_rel, 6))
+    gains = np.array([[0.0, 7.0, 1.0, 0.0]])  # graded gains of a 4-item list; 15 is a relevant item not listed
+    got = graded_ndcg_at_k(gains, [[7.0, 1.0, 15.0]], k=4)
+    y_true = np.array([[0.0, 7.0, 1.0, 0.0, 15.0]])
+    y_score = np.array([[5.0, 4.0, 3.0, 2.0, 1.0]])  # the unlisted item ranks last, outside the top 4
+    assert got[0] == pytest.approx(ndcg_score(y_true, y_score, k=4))
+    assert graded_ndcg_at_k(np.zeros((1, 3)), [[]], k=3)[0] == 0.0

@@ -119,12 +119,17 @@ def test_render_profile_history_and_lists(items, train, users, scripted_judge):
     judge = PairwiseJudge(scripted_judge(lambda r: ""), ctx, k=2)
     system, user_msg = judge.messages(1, [2, 4, 6], [8, 10, 1])
     assert system["role"] == "system" and user_msg["role"] == "user"
-    # fixed instructions hold no per-user content; they list all six aspects and the JSON keys
+    # the system message is the role-play sentence alone: no per-user content, no aspects, no answer format
+    assert "role of a user of a movie recommendation platform" in system["content"]
     assert "Movie" not in system["content"] and "writer" not in system["content"]
-    for name in resolve_aspects():
-        assert name in system["content"]
-    assert '"impact_on_users"' in system["content"] and '"overall"' in system["content"]
+    assert "Accuracy" not in system["content"] and '"overall"' not in system["content"]
     text = user_msg["content"]
+    # the paper's Figure 2 order: profile -> history -> list A -> list B -> every aspect -> the output (JSON keys)
+    marks = ["writer", "recently watched", "Recommender System A are:", "Recommender System B are:"]
+    marks += [f"- {name}:" for name in resolve_aspects()]
+    marks += ['"accuracy"', '"impact_on_users"', '"overall"', "one short sentence"]
+    positions = [text.index(m) for m in marks]
+    assert positions == sorted(positions), dict(zip(marks, positions, strict=True))
     assert "24 years old" in text and "writer" in text and "female" in text
     # history: the three most recent, oldest first, with genres and year
     h7, h3, h5 = (text.index(f"Movie {i} (") for i in (7, 3, 5))
@@ -132,6 +137,7 @@ def test_render_profile_history_and_lists(items, train, users, scripted_judge):
     assert "Movie 9 (" not in text and "Movie 3 (1992), genres: Drama, Romance" in text
     # lists: top-k only (k=2), A before B
     a_part, b_part = text.split("Recommender System A are:")[1].split("Recommender System B are:")
+    b_part = b_part.split("Please analyze")[0]
     assert "Movie 2 (" in a_part and "Movie 4 (" in a_part and "Movie 6 (" not in a_part
     assert "Movie 8 (" in b_part and "Movie 10 (" in b_part and "Movie 1 (" not in b_part
 
@@ -291,7 +297,10 @@ def test_absolute_judge_scores_each_list(items, train, scripted_judge):
         out.loc[out["model"] == "Y", "score"].isna().all()
         and (out.loc[out["model"] == "Y", "status"] == "unparsed").all()
     )
-    assert "Recommender System B" not in client.calls[0][1][0].messages[-1]["content"]
+    text = client.calls[0][1][0].messages[-1]["content"]
+    assert "Recommender System B" not in text
+    marks = ["recently watched", "recommender system are:", "- Accuracy:", "- Impact on users:", "between 0 and 1"]
+    assert [text.index(m) for m in marks] == sorted(text.index(m) for m in marks)  # the pairwise prompt's order
 
 
 # ------------------------------------------------------------------------------- statistics

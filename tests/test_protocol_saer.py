@@ -195,6 +195,35 @@ def test_prompt_rendering_puts_customer_content_last():
     assert "disliked" not in body and "Recent searches" not in body  # generic v1: history only
 
 
+@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("mode", ["pointwise", "pairwise"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_prompt_order_is_the_papers(domain, mode, version):
+    """SAER Sec. 3.2: few-shot examples -> customer context -> list(s) -> evaluation guidelines -> output."""
+    items = _toy_items()
+    cat = Catalogue.from_items(items)
+    inter = pd.DataFrame({"user": [7, 7, 7], "item": [1, 2, 3], "rating": [5.0, 4.0, 1.0], "timestamp": [1, 2, 3]})
+    ctx = build_context(inter, cat, 7, "movies")
+    tpl = load_template(domain, mode, version)
+    assert tpl.version == "2"  # version 2: guidelines and answer format moved after the lists
+    if mode == "pointwise":
+        req = pointwise_request(tpl, ctx, list(range(10, 20)), cat, {})
+        lists = ["RECOMMENDATIONS (10 items)"]
+    else:
+        req = pairwise_request(tpl, ctx, list(range(10, 20)), list(range(20, 30)), cat, {})
+        lists = ["SET 1\n1. Movie 10", "SET 2\n1. Movie 20"]
+    system, *examples, last = req.messages
+    # the system message is one role statement: no guidelines, rubric or answer format before the examples
+    assert system["role"] == "system" and "\n" not in system["content"].strip()
+    assert "Answer in exactly this format" not in system["content"]
+    assert len(examples) == 2 * len(few_shot_answers(tpl))  # the examples come before the customer's turn
+    body = last["content"]
+    guide = "Evaluation guidelines:" if version == "v3" else ("Criterion 1" if version == "v2" else None)
+    marks = ["CUSTOMER", *lists, *([guide] if guide else []), "Answer in exactly this format:"]
+    positions = [body.index(m) for m in marks]
+    assert positions == sorted(positions), dict(zip(marks, positions, strict=True))
+
+
 def test_template_file_errors():
     with pytest.raises(PromptFileError, match="lacks"):
         parse_prompt("---\nversion: 1\n---\n=== user ===\nx", "t")

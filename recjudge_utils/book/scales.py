@@ -39,7 +39,13 @@ PAPER_SCALE: tuple[ScaleValue, ...] = (
     ScaleValue("01", "n_history", 10, "serendipity paper, Sec. 3.1: the user's last 10 items"),
     ScaleValue("02", "folds", 3, "serendipity paper, Sec. 5.1: three folds, start shifted by one slice"),
     ScaleValue("02", "n_trials", 100, "serendipity paper, Sec. 5.1: 100 TPE trials per RS per fold"),
-    ScaleValue("02", "n_users", 0, "serendipity paper, Sec. 5.1: every test user (0 = all)"),
+    ScaleValue(
+        "02",
+        "n_users",
+        0,
+        "the book's choice: every test user (0 = all); the serendipity paper (Sec. 5.1) does not say how many "
+        "users it judged",
+    ),
     ScaleValue("02", "top_k", 20, "serendipity paper, Sec. 5.1 / Table 3: @20"),
     ScaleValue(
         "02",
@@ -62,7 +68,13 @@ PAPER_SCALE: tuple[ScaleValue, ...] = (
         "RecSys Arena authors' code (prompt_template_gpt.py): 5 history items from the user's training positives",
     ),
     ScaleValue("03", "top_k", 5, "RecSys Arena, Sec. 2.3: the top-5 lists of A and B"),
-    ScaleValue("03", "n_close_pairs", 2, "RecSys Arena, Sec. 4.1, Figures 3-4: the closest-AUC pairs"),
+    ScaleValue(
+        "03",
+        "n_close_pairs",
+        2,
+        "the book's choice: 2 closest-AUC pairs; RecSys Arena, Sec. 4.1 (Figures 3-4) compares models with similar "
+        "AUC directly and does not say how many pairs",
+    ),
     ScaleValue(
         "03",
         "train_budget",
@@ -73,7 +85,13 @@ PAPER_SCALE: tuple[ScaleValue, ...] = (
     ScaleValue("04", "n_adversarial", 100, "SAER, Sec. 3.4 / 4.1: 100 blind adversarial pairs"),
     ScaleValue("04", "top_k", 10, "SAER, Sec. 3.4: top-10 lists"),
     ScaleValue("04", "max_history", None, "SAER, Sec. 3.1: six months of purchase history (no cut: the whole window)"),
-    ScaleValue("07", "n_users", 0, "serendipity paper, Sec. 5.1: every test user judged (0 = all evaluation users)"),
+    ScaleValue(
+        "07",
+        "n_users",
+        0,
+        "the book's choice: every evaluation user judged (0 = all); the serendipity paper (Sec. 5.1) does not say "
+        "how many users it judged",
+    ),
     ScaleValue("07", "top_k", 20, "serendipity paper, Sec. 5.1 / Table 3: @20, the longest list of the three papers"),
     ScaleValue("07", "arena_pairs", "all", "the book's choice: a tournament, every two systems in both orders"),
 )

@@ -311,7 +311,9 @@ class SerendipityPairs:
 
     ``pairs``: user, item, g (int 1..5), history (list[int], the user's last n items before the judged one,
     oldest first) plus source-specific columns. ``items``: item, title, genres. ``label`` goes into every table and
-    figure title; ``is_real`` is False for the ML-100K proxy stand-in.
+    figure title; ``is_real`` is False for the ML-100K proxy stand-in. ``extra["users_of"]`` names the dataset whose
+    user ids the pairs carry (the stand-in's are MovieLens-100K's), so a chapter judging that dataset knows when a
+    judged user is also a few-shot example's user.
     """
 
     pairs: pd.DataFrame

@@ -18,11 +18,15 @@ that define the dataset's serendipity variants are s1-s6 (the README's derived f
 * s6 "I was (or, would have been) surprised that MovieLens picked this movie to recommend to me." (to be recommended)
 
 s7 ("I am glad I watched this movie", enjoyment/relevance) and s8 ("... broadened my preferences", an outcome) are
-not serendipity components and are left out. So g = round-half-up(mean of the answered s1..s6), answers used as
-given (the paper describes a plain average; s3 is not reverse-coded, although in the dataset's own flags s3 enters
-as "s3 < 3"; pass ``reverse_keyed=("s3",)`` to :func:`serendipity_ground_truth` to study that variant). ``NA``
-answers are skipped; a pair with no answered s1..s6 has no g and is excluded (counted in ``extra``). The paper's
-resulting distribution over 2,150 pairs is :data:`PAPER_G_COUNTS`; the notebook prints ours beside it.
+not serendipity components and are left out. So g = round-half-up(mean of the answered s1..s6), **answers used as
+given** (:data:`G_REVERSE_KEYED` is empty). s3 runs the other way: agreeing with it says the movie was *expected*
+to be enjoyable, and the dataset's own flags use it as "s3 < 3". The paper nevertheless describes a plain "average
+of the five-level responses" and names no reversal, so the book follows its words; the unexpectedness step score
+below is the book's own construction and does reverse s3, because it must measure unexpectedness. Which rule (and
+which rounding of a .5 mean) the paper applied can only be read off the real answers: :func:`g_rule_check` counts g
+under each rule beside the paper's counts, :data:`PAPER_G_COUNTS` (2,150 pairs), and the loader prints it (and keeps
+it in ``extra["g_rule_check"]``). ``NA`` answers are skipped; a pair with no answered s1..s6 has no g and is
+excluded (counted in ``extra``).
 
 Step scores for the CoT and LtM few-shot examples (which show a relevance and an unexpectedness score beside g)
 are derived from the data, never copied from g: **relevance** = the user's own rating of the movie on the five-level
@@ -38,9 +42,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ._common import DataFormatError, SerendipityPairs, read_delimited, require_file, round_half_up
 from .fetch import DatasetSpec, Download, register_dataset
@@ -48,6 +54,8 @@ from .fetch import DatasetSpec, Download, register_dataset
 SERENDIPITY_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6")
 ALL_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")
 PAPER_G_COUNTS: dict[int, int] = {1: 321, 2: 1022, 3: 586, 4: 208, 5: 13}
+#: statements g reverses (6 - answer): none, the paper's "average of the five-level responses" (see the module doc)
+G_REVERSE_KEYED: tuple[str, ...] = ()
 #: statements behind the unexpectedness step score, with their direction (s3 is reverse-keyed)
 UNEXPECTEDNESS_STATEMENTS: tuple[str, ...] = ("s3", "s4", "s5", "s6")
 LABEL = "Serendipity-2018 (real, GroupLens; user-annotated)"
@@ -61,18 +69,58 @@ TERMS = (
 def serendipity_ground_truth(
     answers: pd.DataFrame,
     statements: Sequence[str] = SERENDIPITY_STATEMENTS,
-    reverse_keyed: Sequence[str] = (),
+    reverse_keyed: Sequence[str] = G_REVERSE_KEYED,
+    half_even: bool = False,
 ) -> tuple[pd.Series, pd.Series]:
     """(g as nullable Int64 1..5, unrounded mean) from the statement answers (NaN = not answered).
 
-    ``reverse_keyed`` statements enter as 6 - answer. Rounding is half up (2.5 -> 3), "to the nearest integer".
+    ``reverse_keyed`` statements enter as 6 - answer. Rounding is half up (2.5 -> 3), "to the nearest integer";
+    ``half_even`` rounds a .5 mean to the even neighbour instead (Python's ``round``, 2.5 -> 2), for
+    :func:`g_rule_check` only.
     """
     vals = answers[list(statements)].astype("float64").copy()
     for s in reverse_keyed:
         vals[s] = 6.0 - vals[s]
     mean = vals.mean(axis=1, skipna=True)
-    g = pd.Series(round_half_up(mean.to_numpy()), index=answers.index).astype("Int64")
+    # a .5 mean (an integer sum over an even count) is exact in floating point, so both roundings see the tie
+    rounded = np.round(mean.to_numpy()) if half_even else round_half_up(mean.to_numpy())
+    g = pd.Series(rounded, index=answers.index).astype("Int64")
     return g, mean
+
+
+#: the rules :func:`g_rule_check` compares: name -> (reverse-keyed statements, round half to even)
+G_RULES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "as given, half up (the book's)": ((), False),
+    "as given, half to even": ((), True),
+    "s3 reversed, half up": (("s3",), False),
+    "s3 reversed, half to even": (("s3",), True),
+}
+
+
+def g_rule_check(answers: pd.DataFrame, paper: dict[int, int] = PAPER_G_COUNTS) -> pd.DataFrame:
+    """The g counts of ``answers`` (columns s1..s6) under each rule of :data:`G_RULES`, beside ``paper``'s.
+
+    One row per rule: the pairs at each level (columns ``g=1`` .. ``g=5``), ``n`` (pairs with a g), ``pairs_off``
+    (the counts scaled to the paper's total, how many pairs would have to change level to give the paper's counts:
+    0 = exactly its distribution) and a chi-square goodness-of-fit test against the paper's shares (scipy
+    ``chisquare``). Only the real answers can say which rule the paper used; the stand-in has no statements to check.
+    """
+    levels = range(1, 6)
+    expected = np.array([paper[level] for level in levels], dtype=float)
+    rows: list[dict[str, Any]] = []
+    for name, (reverse, half_even) in G_RULES.items():
+        g, _ = serendipity_ground_truth(answers, reverse_keyed=reverse, half_even=half_even)
+        counts = g.dropna().astype(int).value_counts().reindex(levels, fill_value=0).to_numpy(dtype=float)
+        n = counts.sum()
+        row: dict[str, Any] = {"rule": name, **{f"g={lv}": int(c) for lv, c in zip(levels, counts, strict=True)}}
+        row["n"] = int(n)
+        if n:
+            row["pairs_off"] = 0.5 * float(np.abs(counts / n * expected.sum() - expected).sum())
+            test = stats.chisquare(counts, expected / expected.sum() * n)
+            row["chi2"], row["chi2_p"] = float(test.statistic), float(test.pvalue)
+        rows.append(row)
+    rows.append({"rule": "paper (Sec. 4.1)", **{f"g={lv}": int(paper[lv]) for lv in levels}, "n": int(expected.sum())})
+    return pd.DataFrame(rows).set_index("rule")
 
 
 def step_scores(answers: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -216,7 +264,13 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
         label=LABEL,
         is_real=True,
         source=source,
-        extra={"n_without_answers": n_without, "n_short_history": n_short, "paper_g_counts": PAPER_G_COUNTS},
+        extra={
+            "n_without_answers": n_without,
+            "n_short_history": n_short,
+            "paper_g_counts": PAPER_G_COUNTS,
+            "g_rule_check": g_rule_check(answers),
+            "users_of": "serendipity-2018",  # the survey's own user ids, not those of any MovieLens release
+        },
     )
     if verbose:
         print(
@@ -224,6 +278,9 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
             f"{n_short} with a history shorter than {n_history})."
         )
         print(f"g counts: {result.g_distribution().to_dict()}; paper: {PAPER_G_COUNTS}")
+        check = result.extra["g_rule_check"]
+        print("g under each rule (pairs_off: pairs that would have to change level to give the paper's counts):")
+        print(check[[f"g={level}" for level in range(1, 6)] + ["n", "pairs_off"]].to_string())
         print(f"Source: {source}")
     return result
 

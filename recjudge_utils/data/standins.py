@@ -205,5 +205,9 @@ def serendipity_proxy_from_movielens(
         label=PROXY_LABEL,
         is_real=False,
         source=source,
-        extra={"candidate_g_counts": candidates["g"].value_counts().sort_index(), "n_candidates": len(candidates)},
+        extra={
+            "candidate_g_counts": candidates["g"].value_counts().sort_index(),
+            "n_candidates": len(candidates),
+            "users_of": ds.name,  # the pairs' user ids are this dataset's (a judged user may be an example user)
+        },
     )

@@ -10,8 +10,8 @@ code, ``anonyProjects/RecSys-Arena``, settles some of them, see :func:`recjudge_
   (timestamp 0), and their five models' lists share most items, i.e. they rank a small per-user candidate pool
   whose construction is not published. Here every model ranks every item the user has not trained on;
 * offline metrics over all users with test items: AUC (test items vs every item the user has not
-  interacted with), nDCG@k (binary), URD@k (genre Jaccard), see :mod:`recjudge_utils.metrics.offline`; the
-  paper names the metrics but not how AUC's negatives are chosen;
+  interacted with), nDCG@k (the paper's gain 2^p - 1, p = the held-out rating), URD@k (genre Jaccard), see
+  :mod:`recjudge_utils.metrics.offline`; the paper names the metrics but not how AUC's negatives are chosen;
 * judged users: ``n_users`` drawn at random (seeded) among the users with test items (the authors' code: the
   first 1,000 user ids);
 * comparisons: every recommender vs the baseline (FM, as in Table 2), plus the ``n_close_pairs`` pairs of

@@ -17,8 +17,10 @@ Section 5, Table 3).
 3. ``top_k_frame``: top-k lists (training items excluded) for every evaluation user.
 4. ``judge_recommendations``: every distinct (user, item) pair of the judged users' lists, over all
    recommenders (Pop and Random included: every reported list is judged), is judged **once** with the
-   serendipity judge; the history is the user's last ``n_history`` training items; few-shot examples never come
-   from a judged user.
+   serendipity judge; the history is the user's last ``n_history`` training items; the few-shot examples are
+   chapter 1's when its record in the run folder holds them and none of their users is judged here, else drawn
+   afresh, never from a judged user (:func:`~recjudge_utils.experiments.steps.few_shot_examples`;
+   :attr:`ReevaluationRun.examples_source` says which and why).
 5. :mod:`recjudge_utils.metrics.serendipity_at_k`: Precision/NDCG@k for accuracy and serendipity (each list
    scored on its own items' scores), Avg.Score@k, each with its bootstrap CI over users; ``random_tests``: each
    RS against Random on the judged users.
@@ -42,7 +44,14 @@ from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline 
 
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
-from recjudge_utils.experiments.steps import judge_recommendations, sample_users, serendipity_scorer, top_lists
+from recjudge_utils.experiments.steps import (
+    FewShotSource,
+    few_shot_examples,
+    judge_recommendations,
+    sample_users,
+    serendipity_scorer,
+    top_lists,
+)
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import write_trec_runs
 from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
@@ -83,7 +92,8 @@ SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged user
 
 @dataclass(frozen=True)
 class ReevaluationConfig:
-    """Demo defaults; the paper: 3 folds, 100 TPE trials, every test user judged (``n_users=0``), top 20."""
+    """Demo defaults; the paper: 3 folds, 100 TPE trials, top 20 (how many test users it judged it does not say;
+    paper scale here judges every test user, ``n_users=0``)."""
 
     recommenders: tuple[str, ...] = RECOMMENDERS
     folds: int = 1
@@ -112,7 +122,7 @@ class ReevaluationConfig:
 @dataclass(frozen=True)
 class ReevaluationData:
     """The dataset whose recommenders are re-evaluated, and the labelled pairs (Serendipity-2018 or its stand-in)
-    the judge's few-shot examples are drawn from."""
+    the judge's few-shot examples come from (chapter 1's, or drawn here)."""
 
     dataset: Dataset
     examples: SerendipityPairs
@@ -352,6 +362,7 @@ class ReevaluationRun(Run):
     per_user: pd.DataFrame
     summary: pd.DataFrame  # per RS: the five Table 3 metrics with their CIs (m, m_lo, m_hi), users, unparsed
     random_tests: pd.DataFrame  # each RS against Random on P_ser over the judged users
+    examples_source: FewShotSource | None = None  # the few-shot examples judged with, and why (None: none judged)
 
     def results(self) -> list[Result]:
         """Per RS: the five Table 3 metrics with their bootstrap CIs over users, and the unparsed count."""
@@ -399,11 +410,14 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     folds = prepare_folds(dataset.interactions, folds=cfg.folds, n_users=cfg.n_users, seed=cfg.seed)
     timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
-    scorer = (
-        serendipity_scorer(
-            judge, data.examples, all_judged, cfg.template, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name
-        )
+    few_shot = (
+        few_shot_examples(data.examples, all_judged, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name)
         if all_judged
+        else None
+    )
+    scorer = (
+        serendipity_scorer(judge, few_shot.examples, cfg.template, cfg.n_history, dataset.name)
+        if few_shot is not None
         else None
     )
     if cfg.optuna_storage is None:
@@ -455,4 +469,5 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
         per_user=per_user,
         summary=summary,
         random_tests=tests,
+        examples_source=few_shot,
     )

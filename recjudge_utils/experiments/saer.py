@@ -11,8 +11,13 @@ co-occurrence and the embedding recommender) and asks the judge for
 3. adversarial pairs (genuine list vs another customer's list, random position) under every prompt
    version (Table 3; :mod:`recjudge_utils.protocols.adversarial`).
 
+**Purchases train the recommenders.** SAER's co-occurrence is items "frequently purchased together" (Sec. 3.4), so
+both recommenders are fitted on the purchases only (:func:`~recjudge_utils.protocols.context.saer.purchases`: 3-5
+stars in the stand-in); the 1-2 star ratings, the stand-in's clicks, neither co-occur nor seed a customer's list.
+No list holds an item the customer already rated, a disliked one included.
+
 **Held-out future: simulated judges only.** An LLM judge, as in the paper, reads each customer's full history, and
-both recommenders train on every interaction. A simulated judge answers from a truth, so for it (and in chapter 5)
+both recommenders train on every purchase. A simulated judge answers from a truth, so for it (and in chapter 5)
 each sampled customer's last ``heldout`` interactions are held out of the context and of the training, and the
 truth is read from them (:meth:`SaerConfig.resolved`); the paper has no such split.
 
@@ -46,7 +51,7 @@ from recjudge_utils.metrics.agreement import agreement, pairwise_order
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
 from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_pairs
-from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for
+from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for, purchases
 from recjudge_utils.protocols.pairwise import Game, games, judge_games
 from recjudge_utils.protocols.saer import (
     RESULT_COLUMNS,
@@ -82,6 +87,7 @@ __all__ = [
     "labeler_agreement",
     "run",
     "sample_customers",
+    "unrated_lists",
 ]
 
 ALGORITHMS: tuple[str, str] = ("co-occurrence", "embedding")
@@ -205,17 +211,34 @@ def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> t
 
 
 def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Recommender]:
-    """The paper's two algorithms fitted on ``visible`` (every interaction, or all but the held-out future) through
-    the one training path, :func:`~recjudge_utils.recommenders.training.train` (or loaded, or in plan mode stood in
-    for)."""
+    """The paper's two algorithms fitted on the purchases of ``visible`` (every interaction, or all but the held-out
+    future) through the one training path, :func:`~recjudge_utils.recommenders.training.train` (or loaded, or in
+    plan mode stood in for)."""
     split = {"kind": "saer_heldout", "heldout": config.heldout, "dataset": dataset.name}
+    bought = purchases(visible)
     models = {}
     for alg, (key, params) in SAER_MODELS.items():
         extra = ENCODERS[config.encoder] if key == "embedding" else {}
         models[alg] = training.train(
-            key, visible, dataset.items, split=split, seed=config.seed, params={**params, **extra}
+            key, bought, dataset.items, split=split, seed=config.seed, params={**params, **extra}
         ).model
     return models
+
+
+def unrated_lists(
+    models: dict[str, Recommender], visible: pd.DataFrame, users: Sequence[int], k: int
+) -> dict[str, dict[int, list[int]]]:
+    """Each model's top-``k`` for ``users`` without any item the customer rated in ``visible``: a model fitted on
+    purchases has never seen the 1-2 star ones, and would otherwise recommend a disliked item back."""
+    rated = {
+        int(u): {int(i) for i in g} for u, g in visible.loc[visible["user"].isin(list(users))].groupby("user")["item"]
+    }
+    longest = max((len(rated.get(int(u), ())) for u in users), default=0)
+    lists = top_lists(models, users, k + longest)  # enough to drop every rated item and still fill k
+    return {
+        name: {u: [i for i in items if i not in rated.get(u, set())][:k] for u, items in per_user.items()}
+        for name, per_user in lists.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -257,7 +280,7 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
         for u in users
     }
     t1 = time.perf_counter()
-    lists = top_lists(fit_recommenders(dataset, visible, config), users, config.top_k)
+    lists = unrated_lists(fit_recommenders(dataset, visible, config), visible, users, config.top_k)
     hits = None
     if config.heldout:
         liked = future.loc[future["rating"] >= 4]

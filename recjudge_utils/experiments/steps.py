@@ -1,6 +1,14 @@
 """Steps several chapters share: which users are judged, what each recommender shows them, and how the serendipity
 judge scores the items of their lists (chapters 2 and 7).
 
+**Few-shot examples (chapters 2 and 7).** Tokutake et al. re-evaluate with "all other settings for the LLM-as-a-Judge
+... consistent with those used in previous experiments" (Sec. 5), so :func:`few_shot_examples` takes chapter 1's
+examples from its hand-over record in the run folder (the same pairs, in the same order), rebuilt from the labelled
+pairs. It draws afresh, as chapter 1 does but never from a judged user, when chapter 1 has not run in this run,
+selected no template, drew them with another ``n_shots`` / ``n_history`` or from other pairs, or when one of its
+example users is judged here (then the user's own labelled pair would sit in the prompt that judges the user);
+:class:`FewShotSource` says which and why.
+
 Chapter 5 (what the protocols detect) calls these same functions, so its panels are built as the chapters build
 theirs.
 """
@@ -8,19 +16,31 @@ theirs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.judge.types import Judge
-from recjudge_utils.protocols.few_shot import select_few_shot_examples
-from recjudge_utils.protocols.pointwise_score import SerendipityJudge
+from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
+from recjudge_utils.protocols.few_shot import examples_from_records, select_few_shot_examples
+from recjudge_utils.protocols.pointwise_score import SerendipityJudge, load_selected_template
 from recjudge_utils.protocols.truth import reevaluation_truth
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.splitting.temporal import last_items
 
-__all__ = ["ITEM_NOUNS", "judge_recommendations", "sample_users", "serendipity_scorer", "top_lists"]
+__all__ = [
+    "ITEM_NOUNS",
+    "FewShotSource",
+    "few_shot_examples",
+    "judge_recommendations",
+    "sample_users",
+    "serendipity_scorer",
+    "top_lists",
+]
 
 #: what a dataset's items are called in the prompts (default "movie"; the plural adds an "s")
 ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
@@ -48,24 +68,96 @@ def top_lists(
     return out
 
 
-def serendipity_scorer(
-    judge: Judge,
+@dataclass(frozen=True)
+class FewShotSource:
+    """The few-shot examples a chapter judges with, where they come from (``origin``) and why."""
+
+    examples: pd.DataFrame  # the frame SerendipityJudge reads (see protocols.few_shot.select_few_shot_examples)
+    origin: Literal["chapter 1", "fresh draw"]
+    why: str
+
+    def line(self) -> str:
+        """One printable sentence: which examples, from which users, and why."""
+        users = ", ".join(str(int(u)) for u in sorted(set(self.examples["user"])))
+        n = len(self.examples)
+        what = f"chapter 1's {n}" if self.origin == "chapter 1" else f"{n} drawn here, not chapter 1's"
+        return f"few-shot examples: {what} (users {users or 'none'}); {self.why}"
+
+
+def _chapter1_examples(
+    example_pairs: SerendipityPairs,
+    evaluated: set[int],
+    dataset_name: str | None,
+    n_shots: int,
+    n_history: int,
+    path: Path,
+) -> tuple[pd.DataFrame | None, str]:
+    """(chapter 1's examples rebuilt from ``example_pairs``, or None; the reason in words)."""
+    if not path.is_file():
+        return None, "chapter 1 has not run in this run"
+    record = load_selected_template(path, default=None)
+    if record.get("template") is None:
+        return None, f"chapter 1 selected no template ({record.get('reason', 'no reason recorded')})"
+    records = record.get("examples")
+    if not isinstance(records, list) or not records:
+        return None, "chapter 1's record holds no examples"
+    if (record.get("n_shots"), record.get("n_history")) != (n_shots, n_history):
+        return None, (
+            f"chapter 1 drew {record.get('n_shots')} examples with {record.get('n_history')} history items, this "
+            f"chapter asks for {n_shots} with {n_history}"
+        )
+    if record.get("data") != example_pairs.display_label:
+        return None, f"chapter 1 drew them from {record.get('data')}, not from {example_pairs.display_label}"
+    try:
+        frame = examples_from_records(example_pairs.pairs, example_pairs.items, records)
+    except ValueError as exc:
+        return None, f"chapter 1's examples do not match these pairs ({exc})"
+    # the labelled pairs' user ids name the users of one dataset; unknown (None): treat them as this dataset's
+    users_of = example_pairs.extra.get("users_of")
+    shared = set() if users_of is not None and users_of != dataset_name else {int(u) for u in frame["user"]} & evaluated
+    if shared:
+        return None, (
+            f"chapter 1's example user(s) {', '.join(map(str, sorted(shared)))} are judged here, and no judged user's "
+            "own labelled pair may sit in the prompt that judges them"
+        )
+    return (
+        frame,
+        f"chapter 1 drew them in this run (it selected {record['template']}); the paper keeps the judge's settings",
+    )
+
+
+def few_shot_examples(
     example_pairs: SerendipityPairs,
     evaluated_users: Iterable[int],
-    template: str,
     n_shots: int,
     n_history: int,
     seed: int,
-    dataset_name: str,
-) -> SerendipityJudge:
-    """The serendipity judge with ``n_shots`` few-shot examples (the same number per level) that never come from an
-    evaluated user, worded for the dataset's items."""
+    dataset_name: str | None = None,
+    record: str | Path | None = None,
+) -> FewShotSource:
+    """Chapter 1's few-shot examples when its hand-over ``record`` (default: the run folder's
+    :data:`~recjudge_utils.paths.SELECTED_TEMPLATE_FILE`) holds them for the same ``n_shots`` / ``n_history`` and
+    pairs, and none of their users is evaluated here; else ``n_shots`` examples (the same number per level) drawn
+    from ``example_pairs`` with ``seed``, never from an evaluated user. ``dataset_name``: the judged dataset, whose
+    user ids a conflict is checked against (see the module doc)."""
     evaluated = {int(u) for u in evaluated_users}
-    examples = select_few_shot_examples(
+    path = Path(record) if record is not None else current_run_dir() / SELECTED_TEMPLATE_FILE
+    frame, why = _chapter1_examples(example_pairs, evaluated, dataset_name, n_shots, n_history, path)
+    if frame is not None:
+        return FewShotSource(frame, "chapter 1", why)
+    drawn = select_few_shot_examples(
         example_pairs.pairs, example_pairs.items, n_per_level=n_shots // 5, exclude_users=evaluated, seed=seed
     )
-    if set(examples["user"]) & evaluated:
+    if set(drawn["user"]) & evaluated:
         raise AssertionError("few-shot leakage: an evaluated user is also an example user")
+    return FewShotSource(drawn, "fresh draw", f"seed {seed}, never from a judged user, because {why}")
+
+
+def serendipity_scorer(
+    judge: Judge, examples: pd.DataFrame, template: str, n_history: int, dataset_name: str
+) -> SerendipityJudge:
+    """The serendipity judge with the few-shot ``examples`` (:func:`few_shot_examples`), worded for the dataset's
+    items."""
     noun = ITEM_NOUNS.get(dataset_name, "movie")
     return SerendipityJudge(judge, template=template, examples=examples, n_history=n_history, item_noun=noun)
 

@@ -45,7 +45,14 @@ from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
-from recjudge_utils.experiments.steps import ITEM_NOUNS, judge_recommendations, sample_users, serendipity_scorer
+from recjudge_utils.experiments.steps import (
+    ITEM_NOUNS,
+    FewShotSource,
+    few_shot_examples,
+    judge_recommendations,
+    sample_users,
+    serendipity_scorer,
+)
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.types import Judge
@@ -268,19 +275,12 @@ def offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig)
 # ----------------------------------------------------------------------------------------------- protocols
 def _serendipity(
     judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, FewShotSource]:
     """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
-    users x systems matrix of Avg.Score)."""
-    scorer = serendipity_scorer(
-        judge,
-        data.examples,
-        panel.users,
-        config.template,
-        config.n_shots,
-        config.n_history,
-        config.seed,
-        data.dataset.name,
-    )
+    users x systems matrix of Avg.Score; the few-shot examples judged with, chosen as chapter 2 chooses them)."""
+    name = data.dataset.name
+    few_shot = few_shot_examples(data.examples, panel.users, config.n_shots, config.n_history, config.seed, name)
+    scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, name)
     recs = panel.frame()
     inter = data.dataset.interactions
     future = inter.loc[inter["timestamp"] > data.fold.train_end]
@@ -289,7 +289,7 @@ def _serendipity(
     )
     per_user = per_user_metrics(recs, data.fold.test, judged, k=config.top_k)
     matrix = per_user.pivot_table(index="user", columns="rs", values="avg", dropna=False)
-    return judged, per_user, matrix.reindex(index=panel.users, columns=panel.systems)
+    return judged, per_user, matrix.reindex(index=panel.users, columns=panel.systems), few_shot
 
 
 def _arena(
@@ -354,6 +354,7 @@ class YourRecommendersRun(Run):
     separation: pd.DataFrame  # measure, a, b, difference, low, high, separated
     duels: pd.DataFrame  # one row per Arena duel (both orders and the adjudicated outcome)
     serendipity_per_user: pd.DataFrame
+    examples_source: FewShotSource | None = None  # the serendipity judge's few-shot examples, and why
 
     @property
     def measures(self) -> list[str]:
@@ -471,9 +472,11 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     judgments: dict[str, pd.DataFrame] = {}
     duels = pd.DataFrame()
     ser_per_user = pd.DataFrame()
+    few_shot = None
     if "serendipity" in cfg.protocols:
         t = time.perf_counter()
-        judgments["serendipity"], ser_per_user, matrices["serendipity"] = _serendipity(judge, data, cfg, panel)
+        judged_ser, ser_per_user, matrices["serendipity"], few_shot = _serendipity(judge, data, cfg, panel)
+        judgments["serendipity"] = judged_ser
         timings["judge serendipity"] = time.perf_counter() - t
     if "arena" in cfg.protocols:
         t = time.perf_counter()
@@ -506,6 +509,7 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         separation=separation,
         duels=duels,
         serendipity_per_user=ser_per_user,
+        examples_source=few_shot,
     )
 
 

@@ -46,8 +46,10 @@ class JudgeRequest:
     """One judgment to ask for.
 
     Put fixed instructions and few-shot examples FIRST in ``messages`` and the per-item content LAST, so a
-    backend can reuse the shared prompt prefix. ``answer_format`` names the format the prompt asks for (from
-    the prompt file's front matter); the simulated judge answers in it. ``truth`` is what the experiment knows
+    backend can reuse the shared prompt prefix (the SAER and RecSys Arena prompts put their guidelines or
+    aspects after the lists, as their papers do, and share only the text before the per-item content).
+    ``answer_format`` names the format the prompt asks for (from the prompt file's front matter); the simulated
+    judge answers in it. ``truth`` is what the experiment knows
     to be right for this item: never sent to an LLM backend, part of the simulated judge's cache key.
     ``metadata`` identifies the item (user, item, order, ...) in logs and rows and never changes the answer.
     """

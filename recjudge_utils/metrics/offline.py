@@ -4,7 +4,10 @@
   other item the user has not interacted with in training is a negative, training items are
   excluded. AUC is the probability that a random positive outranks a random negative, ties counting
   one half (the Mann-Whitney statistic, identical to ``sklearn.metrics.roc_auc_score``).
-* **nDCG@k**: binary gain, from :mod:`recjudge_utils.metrics.ranking` (shared with the other notebooks).
+* **nDCG@k** as the paper defines it: gain ``2^p(i) - 1`` with p(i) "the preference score of the user u for the
+  i-th item" (Sec. 3.2), read here as the user's rating of a held-out item (1-5 stars on MovieLens) and 0 for any
+  item not held out; the ideal list ranks the user's held-out items by rating. Data without ratings (clicks) gives
+  p = 1 for every held-out item, i.e. binary gain.
 * **URD** (Qin & Zhu 2013, intra-list similarity of Ziegler et al. 2005):
   ``URD(rl) = 1 - 2 / (n (n - 1)) * sum over unordered pairs {a, b} of Sim(a, b)``, i.e. one minus the
   mean pair-wise similarity of the list. The paper prints the double sum over ordered pairs with
@@ -25,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from recjudge_utils.metrics.correlation import pearson
-from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k
+from recjudge_utils.metrics.ranking import graded_ndcg_at_k
 
 __all__ = [
     "auc_per_user",
@@ -34,6 +37,7 @@ __all__ = [
     "ndcg_per_user",
     "offline_table",
     "pearson",
+    "preference_gain",
     "urd",
     "urd_per_user",
 ]
@@ -97,10 +101,19 @@ def urd_per_user(recs: np.ndarray, sim: Callable[[int, int], float]) -> np.ndarr
     return np.array([urd(row, sim) for row in np.asarray(recs)], dtype=np.float64)
 
 
-def ndcg_per_user(recs: np.ndarray, relevant: Sequence[set[int]], k: int) -> np.ndarray:
-    """Per-user binary nDCG@k of top-k lists (imported from ``ranking_metrics``)."""
-    hits = hit_matrix(np.asarray(recs)[:, :k], relevant)
-    return ndcg_at_k(hits, [len(r) for r in relevant], k)
+def preference_gain(p: float | Sequence[float] | np.ndarray) -> np.ndarray:
+    """The paper's DCG gain ``2^p - 1`` of a preference score p (0 for p = 0, an item the user did not choose)."""
+    return np.exp2(np.asarray(p, dtype=np.float64)) - 1.0
+
+
+def ndcg_per_user(recs: np.ndarray, relevant: Sequence[Mapping[int, float] | set[int]], k: int) -> np.ndarray:
+    """Per-user nDCG@k of top-k lists with the paper's gain ``2^p - 1``: ``relevant[u]`` maps each held-out item of
+    user ``u`` to its preference score p (a set: p = 1 for each, binary gain)."""
+    prefs = [r if isinstance(r, Mapping) else dict.fromkeys(r, 1.0) for r in relevant]
+    top = np.asarray(recs)[:, :k]
+    p = np.array([[float(pref.get(int(i), 0.0)) for i in row] for row, pref in zip(top, prefs, strict=True)])
+    gains = preference_gain(p.reshape(len(prefs), top.shape[1]))
+    return graded_ndcg_at_k(gains, [preference_gain(list(pref.values())) for pref in prefs], k)
 
 
 def evaluate_recommender(
@@ -112,12 +125,17 @@ def evaluate_recommender(
     users: Sequence[int] | None = None,
     sim: Callable[[int, int], float] | None = None,
 ) -> pd.DataFrame:
-    """Per-user AUC, nDCG@k and URD@k of a fitted recommender on ``test`` (rows: users with test items).
+    """Per-user AUC, nDCG@k (gain ``2^rating - 1`` of the held-out items, binary without ratings) and URD@k of a
+    fitted recommender on ``test`` (rows: users with test items).
 
-    Test items the model has never seen (not in ``model.item_ids``) cannot be ranked and are left out.
+    Test items the model has never seen (not in ``model.item_ids``) cannot be ranked and are left out of AUC; they
+    stay in nDCG's ideal list, as items the model could not recommend.
     """
-    truth = test.groupby("user")["item"].apply(lambda s: {int(i) for i in s})
-    eval_users = np.array(sorted(truth.index if users is None else set(users) & set(truth.index)), dtype=np.int64)
+    held = test.assign(_p=test["rating"].astype(float) if "rating" in test.columns else 1.0)
+    # a (user, item) held out twice counts once, at its highest rating
+    prefs = held.groupby(["user", "item"])["_p"].max()
+    truth = {int(u): {int(i): float(p) for (_, i), p in grp.items()} for u, grp in prefs.groupby(level="user")}
+    eval_users = np.array(sorted(truth if users is None else set(users) & set(truth)), dtype=np.int64)
     sim = sim or genre_jaccard(items)
     rows = []
     for start in range(0, len(eval_users), 256):

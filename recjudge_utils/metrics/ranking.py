@@ -11,6 +11,9 @@ Conventions (binary relevance):
 * ``ndcg_at_k``: DCG with gain 1 and discount ``1 / log2(rank + 2)``, divided by the ideal DCG
   of ``min(n_relevant, k)`` hits at the top; 0.0 for users with no relevant item (as
   ``sklearn.metrics.ndcg_score``).
+
+Graded relevance: ``graded_ndcg_at_k`` takes each listed item's gain (e.g. ``2**p - 1`` for a preference score p,
+RecSys Arena Sec. 3.2) and each user's relevant gains; the ideal DCG puts the ``k`` largest of those at the top.
 """
 
 from __future__ import annotations
@@ -94,5 +97,28 @@ def ndcg_at_k(hits: np.ndarray, n_relevant: np.ndarray | Sequence[int], k: int) 
     ideal_cum = np.concatenate([[0.0], np.cumsum(disc)])
     n_ideal = np.clip(np.asarray(n_relevant, dtype=np.int64), 0, k)
     idcg = ideal_cum[n_ideal]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(idcg > 0, dcg / idcg, 0.0)
+
+
+def graded_ndcg_at_k(gains: np.ndarray, relevant_gains: Sequence[Sequence[float] | np.ndarray], k: int) -> np.ndarray:
+    """Per-user NDCG@k with graded gains: ``gains[u, r]`` is the gain of the item at rank ``r`` of user ``u``'s list
+    (0 for an item that is not relevant), ``relevant_gains[u]`` the gains of every relevant item of the user (the
+    ideal list takes the ``k`` largest); 0 for a user whose relevant gains are all 0."""
+    gains = np.asarray(gains, dtype=np.float64)
+    if gains.ndim != 2:
+        raise ValueError("gains must be a 2-D array (n_users x list length)")
+    if len(relevant_gains) != gains.shape[0]:
+        raise ValueError(f"{gains.shape[0]} lists but {len(relevant_gains)} sets of relevant gains")
+    if k <= 0:
+        raise ValueError("k must be positive")
+    cut = gains[:, :k]
+    disc = _discounts(k)
+    dcg = cut @ disc[: cut.shape[1]]
+    ideal = np.zeros((len(relevant_gains), k))
+    for u, rel in enumerate(relevant_gains):
+        best = np.sort(np.asarray(rel, dtype=np.float64))[::-1][:k]
+        ideal[u, : len(best)] = best
+    idcg = ideal @ disc
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(idcg > 0, dcg / idcg, 0.0)

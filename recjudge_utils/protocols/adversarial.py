@@ -1,7 +1,9 @@
-"""The adversarial test (SAER, Section 4.3): a customer's genuine list against a decoy, in random position.
+"""The adversarial test (SAER, Sections 3.4 and 4.1): a customer's genuine list against a decoy, in random position.
 
-The decoy is the same algorithm's list for another customer; a judge that reads the customer's context should
-pick the genuine list. A judge blind to the context can only guess, or follow the position.
+The decoy is the same algorithm's list for another sampled customer (the paper: "a random list taken from a
+different customer", the algorithm unnamed), so it differs from the genuine list in whose context it fits, not
+in its algorithm's style; a judge that reads the customer's context should pick the genuine list. A judge blind
+to the context can only guess, or follow the position.
 """
 
 from __future__ import annotations

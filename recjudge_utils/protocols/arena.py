@@ -8,7 +8,9 @@
 * **Absolute** (``prompts/arena/absolute.md``): the same user context and one list, a score in [0, 1]
   (Section 4.3 / Figure 6).
 
-Fixed instructions come first (system message), the per-user content last.
+The prompts follow the paper's Figure 2: the role-play sentence (system message), then in the user message the
+profile, the history, the list(s), the aspects and the output rules, so the fixed aspects come after the per-user
+content (only the role-play sentence is a prefix shared by every request).
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def render_messages(
     aspects: Mapping[str, str],
     k: int,
 ) -> tuple[Message, ...]:
-    """System message (fixed for all users) + user message (this user's profile, history, lists)."""
+    """System message (the role-play sentence, fixed for all users) + user message (this user's profile, history
+    and lists, then the aspects and the answer format)."""
     slots: dict[str, object] = {
         "domain": context.domain,
         "item_noun": context.item_noun,

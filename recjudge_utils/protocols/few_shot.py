@@ -7,7 +7,8 @@ judged pairs from the other users.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ import pandas as pd
 from recjudge_utils.answer_formats.json_levels import LEVELS
 from recjudge_utils.protocols.context.serendipity import as_item_list, item_texts, lookup
 
-__all__ = ["sample_eval_pairs", "select_few_shot_examples"]
+__all__ = ["example_frame", "examples_from_records", "sample_eval_pairs", "select_few_shot_examples"]
 
 
 def sample_eval_pairs(
@@ -84,22 +85,52 @@ def select_few_shot_examples(
         chosen.extend(cand.index[picked].tolist())
     ex = pairs.loc[chosen]
     ex = ex.iloc[rng.permutation(len(ex))] if len(ex) else ex
+    return example_frame(ex, items, label_col=label_col)
+
+
+def example_frame(rows: pd.DataFrame, items: pd.DataFrame, label_col: str = "g") -> pd.DataFrame:
+    """The few-shot frame the scorer reads (the columns :func:`select_few_shot_examples` documents) for the labelled
+    pairs ``rows``, in their order."""
     texts = item_texts(items)
-    has_aux = {"relevance", "unexpectedness"} <= set(pairs.columns)
+    has_aux = {"relevance", "unexpectedness"} <= set(rows.columns)
     out = pd.DataFrame(
         {
-            "user": ex["user"].astype(int).to_numpy(),
-            "item": ex["item"].astype(int).to_numpy(),
-            "g": ex[label_col].astype(int).to_numpy(),
+            "user": rows["user"].astype(int).to_numpy(),
+            "item": rows["item"].astype(int).to_numpy(),
+            "g": rows[label_col].astype(int).to_numpy(),
         }
     )
     if has_aux:
-        out["relevance"] = ex["relevance"].astype(int).to_numpy()
-        out["unexpectedness"] = ex["unexpectedness"].astype(int).to_numpy()
+        out["relevance"] = rows["relevance"].astype(int).to_numpy()
+        out["unexpectedness"] = rows["unexpectedness"].astype(int).to_numpy()
     else:
         out["relevance"] = out["g"].to_numpy()
         out["unexpectedness"] = out["g"].to_numpy()
-    out["history_text"] = [[lookup(texts, i) for i in as_item_list(h)] for h in ex["history"]]
-    out["candidate_text"] = [lookup(texts, i) for i in ex["item"]]
+    out["history_text"] = [[lookup(texts, i) for i in as_item_list(h)] for h in rows["history"]]
+    out["candidate_text"] = [lookup(texts, i) for i in rows["item"]]
     out["aux_source"] = "data" if has_aux else "g"
     return out.reset_index(drop=True)
+
+
+def examples_from_records(
+    pairs: pd.DataFrame, items: pd.DataFrame, records: Sequence[Mapping[str, Any]], label_col: str = "g"
+) -> pd.DataFrame:
+    """The few-shot frame of examples recorded elsewhere (chapter 1's hand-over: user, item, g, relevance,
+    unexpectedness per example, in prompt order), rebuilt from ``pairs`` so that the history and item texts are
+    those of the pairs the examples were drawn from.
+
+    ValueError when an example is not among ``pairs`` or its recorded labels differ from the pairs' (the record was
+    written from other data), so a caller never shows examples the data does not hold.
+    """
+    keyed = pairs.reset_index(drop=True).drop_duplicates(["user", "item"]).set_index(["user", "item"], drop=False)
+    keys = [(int(r["user"]), int(r["item"])) for r in records]
+    missing = [k for k in keys if k not in keyed.index]
+    if missing:
+        raise ValueError(f"{len(missing)} recorded example(s) are not among the pairs, e.g. (user, item) {missing[0]}")
+    out = example_frame(keyed.loc[keys], items, label_col=label_col)
+    for col in ("g", "relevance", "unexpectedness"):
+        recorded = [r.get(col) for r in records]
+        differ = [k for k, a, b in zip(keys, recorded, out[col], strict=True) if a is not None and int(a) != int(b)]
+        if differ:
+            raise ValueError(f"recorded {col} differs from the pairs' for {len(differ)} example(s), e.g. {differ[0]}")
+    return out

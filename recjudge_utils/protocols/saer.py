@@ -4,7 +4,9 @@ The prompt files are ``prompts/saer/<domain>/<mode>_<version>.md``: ``domain`` i
 Beauty) or ``movies`` (the MovieLens stand-in), ``mode`` is ``pointwise`` (answer format ``saer_list_label``:
 Good / Partial / Poor Match with flagged items) or ``pairwise`` (``saer_pairwise``: Set 1 / Set 2 / Tie), and
 ``version`` the prompt ablation: ``v1`` generic, ``v2`` over-specified rubric, ``v3`` the SAER refined prompt.
-Each file holds its own fixed few-shot turns; the customer context and the list(s) fill the final turn.
+Each file holds its own fixed few-shot turns after a one-line role statement; the final turn holds, in the order
+of SAER Section 3.2, the customer context, the list(s), then the evaluation guidelines (v3; the rubric in v2) and
+the answer format.
 """
 
 from __future__ import annotations

@@ -311,7 +311,8 @@ def table1(run: ArenaRun) -> Styler:
     n_users = int(off["n_users"].max()) if len(off) else 0
     return captioned(
         frame,
-        f"Table 1: offline accuracy and diversity. Ours: {run.data_label}, all {n_users} test users; "
+        f"Table 1: offline accuracy and diversity (nDCG gain 2^p - 1 as the paper defines it, p the held-out "
+        f"item's rating, 1 for a click without one). Ours: {run.data_label}, all {n_users} test users; "
         f"paper: {paper_dataset(run)} (its own protocol: only the ordering compares).",
         precision=3,
     )

@@ -60,7 +60,7 @@ PAPER_DATASET = {"ml-1m": "ML-1M", "goodreads": "Goodreads", "amazon-beauty": "B
 ACCURACY: tuple[str, ...] = ("p_acc", "n_acc")
 SERENDIPITY: tuple[str, ...] = ("p_ser", "n_ser", "avg")
 #: how the paper's judge is named beside its numbers
-PAPER_JUDGE = "judge GPT-4o-mini with the CoT prompt, three folds, 100 TPE trials, every test user"
+PAPER_JUDGE = "judge GPT-4o-mini with the CoT prompt, three-fold averages, 100 TPE trials per RS per fold"
 
 
 def paper_dataset(dataset: str) -> str:

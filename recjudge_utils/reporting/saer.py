@@ -140,7 +140,7 @@ def _context_lines(run: SaerRun) -> list[str]:
     else:
         lines.append(
             "Nothing held out: the judge reads each customer's history up to their last interaction and both "
-            "recommenders train on every interaction (an LLM judge needs no truth)."
+            "recommenders train on every purchase (3-5 stars) up to it (an LLM judge needs no truth)."
         )
     return lines
 

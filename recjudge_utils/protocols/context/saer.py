@@ -30,9 +30,21 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
-__all__ = ["DOMAINS", "SUBSTITUTIONS", "Catalogue", "CustomerContext", "build_context", "domain_for", "render_list"]
+__all__ = [
+    "DOMAINS",
+    "PURCHASE_MIN_RATING",
+    "SUBSTITUTIONS",
+    "Catalogue",
+    "CustomerContext",
+    "build_context",
+    "domain_for",
+    "purchases",
+    "render_list",
+]
 
 DOMAINS = ("ecommerce", "movies")
+#: the lowest rating that counts as a purchase (the table above); lower ones stand in for clicks
+PURCHASE_MIN_RATING = 3.0
 
 SUBSTITUTIONS: dict[str, dict[str, str]] = {
     "ecommerce": {
@@ -50,6 +62,14 @@ SUBSTITUTIONS: dict[str, dict[str, str]] = {
         "browsed categories": "stand-in: genres of the customer's 5 most recent ratings",
     },
 }
+
+
+def purchases(interactions: pd.DataFrame) -> pd.DataFrame:
+    """The rows that stand in for purchases: rated at least :data:`PURCHASE_MIN_RATING` (every row of a frame
+    without ratings, a purchase log)."""
+    if "rating" not in interactions.columns:
+        return interactions
+    return interactions.loc[interactions["rating"] >= PURCHASE_MIN_RATING]
 
 
 def domain_for(dataset_name: str) -> str:
@@ -170,7 +190,7 @@ def build_context(
     domain: str,
     window_days: int = 180,
     max_history: int | None = None,
-    like_threshold: float = 3.0,
+    like_threshold: float = PURCHASE_MIN_RATING,
     n_recent_categories: int = 5,
 ) -> CustomerContext:
     """The customer's context over the ``window_days`` before their last interaction: every liked and disliked
