@@ -153,7 +153,7 @@ def test_table1_side_by_side_and_score_distribution():
     assert t.loc["zero", ("MAE", "paper, GPT")] == "—"
     assert t.loc["CoT", ("MAE", "ours (95 % CI)")].startswith("0.25 [")  # |1-1|+|2-2|+|3-2|+|4-4| over 4 parsed
     assert t.loc["CoT", ("3-class accuracy %", "ours (95 % CI)")].startswith("75.0 [")
-    assert t.loc["zero", ("MAE", "ours (95 % CI)")] == "n/a"
+    assert t.loc["zero", ("MAE", "ours (95 % CI)")] == "no parsed judgment"  # marked, not a number
     assert t.loc["CoT", ("", "parsed / judged")] == "4 / 5"
     d = jm.score_distribution(frames, truth)
     assert set(d["source"]) == {"g (truth)", "cot", "zero"}
