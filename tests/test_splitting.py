@@ -7,6 +7,7 @@ from recjudge_utils.splitting.temporal import (
     last_items,
     positive_interactions,
     slice_bounds,
+    split_fold,
     split_global_time,
     unseen_report,
 )
@@ -89,3 +90,21 @@ def test_ground_truth_and_last_items():
     df = pd.DataFrame({"user": [1, 1, 1, 2], "item": [5, 6, 7, 5], "rating": 5.0, "timestamp": [3, 1, 2, 0]})
     assert ground_truth(df) == {1: {5, 6, 7}, 2: {5}}
     assert last_items(df, 2) == {1: [7, 5], 2: [5]}
+
+
+@pytest.mark.parametrize("fold", [0, 1, 2])
+def test_split_fold_is_split_global_time_with_its_raw_slices_and_spans(fold):
+    # a user and an item seen only in the evaluation slices, so the unseen rule has rows to drop
+    df = pd.concat(
+        [fixture(), pd.DataFrame({"user": [99, 1], "item": [5, 999], "rating": 5.0, "timestamp": [705, 715]})]
+    )
+    split = split_fold(df, fold)
+    for got, want in zip((split.train, split.valid, split.test), split_global_time(df, fold=fold), strict=True):
+        pd.testing.assert_frame_equal(got, want)
+    raw = split_global_time(df, fold=fold, drop_unseen=False)
+    pd.testing.assert_frame_equal(split.raw_valid, raw[1])
+    pd.testing.assert_frame_equal(split.raw_test, raw[2])
+    assert len(split.raw_test) + len(split.raw_valid) > len(split.test) + len(split.valid)  # the rule dropped rows
+    assert list(split.eval_users) == sorted(split.test["user"].unique())
+    assert split.span(fold, fold + 5) == (int(split.train["timestamp"].min()), int(split.train["timestamp"].max()))
+    assert split.span(fold + 7, fold + 7) == (int(raw[2]["timestamp"].min()), int(raw[2]["timestamp"].max()))

@@ -62,13 +62,7 @@ from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.optuna_storage import complete_trials, journal_url
 from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_plan
 from recjudge_utils.recommenders.training import Trained, Tuning, train
-from recjudge_utils.splitting.temporal import (
-    UnseenReport,
-    positive_interactions,
-    slice_bounds,
-    split_global_time,
-    unseen_report,
-)
+from recjudge_utils.splitting.temporal import UnseenReport, positive_interactions, split_fold, unseen_report
 
 __all__ = [
     "Fold",
@@ -178,19 +172,16 @@ def prepare_folds(
     """Positives + temporal split per fold + evaluation users + seeded sample of ``n_users`` judged users (0: all)."""
     has_ratings = "rating" in interactions.columns
     pos = positive_interactions(interactions, threshold) if has_ratings else interactions
-    ordered = pos.sort_values(["timestamp", "user", "item"], kind="mergesort")
-    b = slice_bounds(len(ordered), n_slices)
-    ts = ordered["timestamp"].to_numpy()
     out = []
     for f in range(folds):
-        train, valid, test = split_global_time(pos, n_slices, train_slices, fold=f)
-        _, _, raw_test = split_global_time(pos, n_slices, train_slices, fold=f, drop_unseen=False)
-        users = np.sort(test["user"].unique()).astype(np.int64)
-        judged = np.asarray(sample_users(users, n_users, seed=[seed, f]), dtype=np.int64)
+        split = split_fold(pos, f, n_slices, train_slices)
+        judged = np.asarray(sample_users(split.eval_users, n_users, seed=[seed, f]), dtype=np.int64)
         last = f + train_slices + 1
+        b, ts = split.bounds, split.timestamps
         span = (int(ts[b[f]]), int(ts[b[f + train_slices] - 1]), int(ts[b[last]]), int(ts[b[last + 1] - 1]))
         ratings = training_ratings(interactions, b[f], b[f + train_slices], threshold) if has_ratings else None
-        out.append(Fold(f, train, valid, test, users, judged, unseen_report(raw_test, train), span, ratings))
+        report = unseen_report(split.raw_test, split.train)
+        out.append(Fold(f, split.train, split.valid, split.test, split.eval_users, judged, report, span, ratings))
     return out
 
 

@@ -29,13 +29,7 @@ import numpy as np
 import pandas as pd
 
 from recjudge_utils.data import Dataset
-from recjudge_utils.splitting.temporal import (
-    UnseenReport,
-    positive_interactions,
-    slice_bounds,
-    split_global_time,
-    unseen_report,
-)
+from recjudge_utils.splitting.temporal import UnseenReport, positive_interactions, split_fold, unseen_report
 
 __all__ = [
     "COLUMNS",
@@ -208,21 +202,13 @@ def _split(
     pos = positive_interactions(interactions, threshold)
     if pos.empty:
         raise ExportError(f"{dataset.name} has no ratings >= {threshold:g}: there is no split to export")
-    train, valid, test = split_global_time(pos, n_slices, train_slices, fold=fold)
-    _, raw_valid, raw_test = split_global_time(pos, n_slices, train_slices, fold=fold, drop_unseen=False)
+    split = split_fold(pos, fold, n_slices, train_slices)
     # only the four columns the files carry: a loader's extra columns (MIND's "source") are not part of the split
-    frames = {name: _tidy(frame) for name, frame in zip(SPLITS, (train, valid, test), strict=True)}
-    eval_users = np.sort(test["user"].unique()).astype(np.int64)
-
-    ordered = pos.sort_values(["timestamp", "user", "item"], kind="mergesort")  # the split's own order
-    ts = ordered["timestamp"].to_numpy()
-    b = slice_bounds(len(ordered), n_slices)
+    frames = {name: _tidy(frame) for name, frame in zip(SPLITS, (split.train, split.valid, split.test), strict=True)}
     slices = {"train": (fold, fold + train_slices - 1), "valid": (fold + train_slices,) * 2}
     slices["test"] = (fold + train_slices + 1,) * 2
-    spans: dict[str, tuple[int, int] | None] = {}
-    for name, (first, last) in slices.items():
-        start, stop = b[first], b[last + 1]
-        spans[name] = (int(ts[start]), int(ts[stop - 1])) if stop > start else None
+    spans = {name: split.span(first, last) for name, (first, last) in slices.items()}
+    train, raw_valid, raw_test = split.train, split.raw_valid, split.raw_test
     facts = _Slices(
         n_positives=len(pos),
         n_ratings=len(interactions),
@@ -234,7 +220,7 @@ def _split(
         raw_rows={"valid": len(raw_valid), "test": len(raw_test)},
         unseen={"valid": unseen_report(raw_valid, train), "test": unseen_report(raw_test, train)},
     )
-    return frames, eval_users, facts
+    return frames, split.eval_users, facts
 
 
 def _tidy(frame: pd.DataFrame) -> pd.DataFrame:

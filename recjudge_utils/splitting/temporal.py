@@ -89,6 +89,46 @@ def split_global_time(
     return train, valid, test
 
 
+@dataclass(frozen=True)
+class FoldSplit:
+    """One fold of the temporal global split of the positives, with what chapter 2 and the split export both read:
+    the frames with and without the unseen users and items, the evaluation users, and each slice's time span."""
+
+    fold: int
+    train: pd.DataFrame
+    valid: pd.DataFrame
+    test: pd.DataFrame
+    raw_valid: pd.DataFrame  # before the unseen-user/item rule
+    raw_test: pd.DataFrame
+    eval_users: np.ndarray  # users with a test positive after the rule, sorted
+    bounds: np.ndarray  # slice boundaries in the split's order (:func:`slice_bounds`)
+    timestamps: np.ndarray  # the positives' timestamps in the split's order
+
+    def span(self, first: int, last: int) -> tuple[int, int] | None:
+        """First and last timestamp of slices ``first .. last`` (None when they hold no row)."""
+        start, stop = self.bounds[first], self.bounds[last + 1]
+        return (int(self.timestamps[start]), int(self.timestamps[stop - 1])) if stop > start else None
+
+
+def split_fold(positives: pd.DataFrame, fold: int, n_slices: int = 10, train_slices: int = 6) -> FoldSplit:
+    """Fold ``fold`` of :func:`split_global_time` over ``positives``, its raw evaluation slices and spans."""
+    train, raw_valid, raw_test = split_global_time(positives, n_slices, train_slices, fold=fold, drop_unseen=False)
+    # the unseen rule applied here, not by a second split: the same frames split_global_time(drop_unseen=True) gives
+    valid, test = restrict_to_train(raw_valid, train), restrict_to_train(raw_test, train)
+    ordered = _sorted_by_time(positives)
+    return FoldSplit(
+        fold=fold,
+        train=train,
+        valid=valid,
+        test=test,
+        raw_valid=raw_valid,
+        raw_test=raw_test,
+        eval_users=np.sort(test["user"].unique()).astype(np.int64),
+        bounds=slice_bounds(len(ordered), n_slices),
+        timestamps=ordered["timestamp"].to_numpy(),
+    )
+
+
 def restrict_to_train(frame: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     """Drop rows whose user or item does not occur in ``train``."""
     keep = frame["user"].isin(train["user"].unique()) & frame["item"].isin(train["item"].unique())
