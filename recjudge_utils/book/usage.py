@@ -34,6 +34,7 @@ import pandas as pd
 from recjudge_utils.judge.planning import JUDGE_FILE, PLAN_FILE, SAMPLE_SIZE, SAMPLES_FILE, prompt_chars
 from recjudge_utils.judge.pricing import BATCH_DISCOUNT, PriceTable
 from recjudge_utils.judge.profiles import JudgeProfile
+from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG, reason_kind
 from recjudge_utils.paths import runs_dir
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "judge_latency",
     "plan_summary",
     "read_jsonl",
-    "reason_kind",
     "token_rule",
 ]
 
@@ -470,38 +470,10 @@ def log_offsets(run_folder: Path, notebooks: Iterable[str]) -> dict[str, int]:
     return out
 
 
-#: a notebook is flagged when more than this share of its answers were unusable (unparsed or failed): beyond it, its
-#: tables rest on visibly fewer judgments than it asked for
-UNUSABLE_SHARE_FLAG = 0.2
 #: reasons kept per notebook and kind (unparsed, error) in the manifest
 HEALTH_REASONS = 3
 #: the client marks the extra request that asks a judge to repair an unparsed answer (``repair: true`` profiles)
 _REPAIR_MARK = "+repair"
-_QUOTED_TAIL = re.compile(r"""^(.*?):\s*(?:'.*'|".*")\s*$""", re.DOTALL)
-_NUMBERED_ASIDE = re.compile(r"\s*\([^()]*\d[^()]*\)")
-_FAILED_AT = re.compile(r"^.*? failed (?:\(not retryable\)|after \d+ attempts) at (.*)$", re.DOTALL)
-
-
-def reason_kind(reason: str | None, status: str = "unparsed") -> str:
-    """A reason with what varies from answer to answer taken out, so that equal causes count together: the quoted
-    answer (``no JSON object found in answer: '...'``), numbered asides (``(answer cut at an output budget of 64
-    tokens)``), and for a failed call the endpoint and model it names (``HTTP 400: ...`` is what stays)."""
-    text = " ".join(str(reason or "").split())
-    if not text:
-        return "no reason given"
-    if status == "error":
-        failed = _FAILED_AT.match(text)
-        if failed:  # "judge call failed (not retryable) at URL model 'm': HTTP 400: ..." -> "HTTP 400: ..."
-            where = failed.group(1)
-            cut = where.find("': ")
-            text = where[cut + 3 :] if cut >= 0 else where.split(": ", 1)[-1]
-        return text[:120]
-    quoted = _QUOTED_TAIL.match(text)
-    if quoted:
-        text = quoted.group(1)
-    text = _NUMBERED_ASIDE.sub("", text)
-    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", text)  # quoted values (a CATEGORY, a verdict) differ per answer
-    return re.sub(r"\b\d+\b", "N", text)[:120]
 
 
 def _health_row(notebook: str, records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from recjudge_utils.answer_formats.truth import truth_to_dict
 from recjudge_utils.judge.backends.base import Plan
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 
-__all__ = ["USAGE_COLUMNS", "JudgmentLog"]
+__all__ = ["UNUSABLE_SHARE_FLAG", "USAGE_COLUMNS", "JudgmentLog", "reason_kind"]
 
 USAGE_COLUMNS = [
     "template_id",
@@ -188,3 +188,33 @@ class JudgmentLog:
                 out[c] = out[c].astype("int64")
         out.attrs["model"] = model_name
         return out[cols]
+
+
+#: a notebook (or a chapter's table) is flagged when more than this share of its answers were unusable (unparsed or
+#: failed): beyond it, its numbers rest on visibly fewer judgments than it asked for
+UNUSABLE_SHARE_FLAG = 0.2
+_QUOTED_TAIL = re.compile(r"""^(.*?):\s*(?:'.*'|".*")\s*$""", re.DOTALL)
+_NUMBERED_ASIDE = re.compile(r"\s*\([^()]*\d[^()]*\)")
+_FAILED_AT = re.compile(r"^.*? failed (?:\(not retryable\)|after \d+ attempts) at (.*)$", re.DOTALL)
+
+
+def reason_kind(reason: str | None, status: str = "unparsed") -> str:
+    """A reason with what varies from answer to answer taken out, so that equal causes count together: the quoted
+    answer (``no JSON object found in answer: '...'``), numbered asides (``(answer cut at an output budget of 64
+    tokens)``), and for a failed call the endpoint and model it names (``HTTP 400: ...`` is what stays)."""
+    text = " ".join(str(reason or "").split())
+    if not text:
+        return "no reason given"
+    if status == "error":
+        failed = _FAILED_AT.match(text)
+        if failed:  # "judge call failed (not retryable) at URL model 'm': HTTP 400: ..." -> "HTTP 400: ..."
+            where = failed.group(1)
+            cut = where.find("': ")
+            text = where[cut + 3 :] if cut >= 0 else where.split(": ", 1)[-1]
+        return text[:120]
+    quoted = _QUOTED_TAIL.match(text)
+    if quoted:
+        text = quoted.group(1)
+    text = _NUMBERED_ASIDE.sub("", text)
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", text)  # quoted values (a CATEGORY, a verdict) differ per answer
+    return re.sub(r"\b\d+\b", "N", text)[:120]

@@ -7,13 +7,13 @@ where the chapter's question cannot be answered at all it shows :func:`unanswera
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG, reason_kind
 from recjudge_utils.reporting.callouts import Callout, admonition
 
 __all__ = ["NO_PARSED", "AnswerHealth", "unanswerable_warning"]
@@ -23,17 +23,9 @@ NO_PARSED = "no parsed judgment"
 _STATUSES = ("parsed", "unparsed", "error")
 
 
-_QUOTED_ANSWER = re.compile(r":\s*'.*$", re.DOTALL)
-
-
-def _reason_text(reason: object, width: int = 100) -> str:
-    """A reason as one group of like failures: the parser's or transport's own words without the quoted answer
-    (each answer's own text would make every reason unique), cut to ``width`` characters."""
-    text = "" if reason is None or (isinstance(reason, float) and pd.isna(reason)) else str(reason).strip()
-    text = _QUOTED_ANSWER.sub("", text).strip() or text
-    if len(text) > width:
-        text = text[: width - 1].rstrip() + "…"
-    return text or "no reason recorded"
+def _text(reason: object) -> str | None:
+    """A frame's reason cell as text: pandas gives NaN where a judgment has none."""
+    return None if reason is None or (isinstance(reason, float) and pd.isna(reason)) else str(reason)
 
 
 @dataclass(frozen=True)
@@ -56,7 +48,8 @@ class AnswerHealth:
         unknown = sorted(set(status) - set(_STATUSES))
         if unknown:
             raise ValueError(f"unknown judgment status {unknown}; expected one of {_STATUSES}")
-        bad = Counter(_reason_text(r) for s, r in zip(status, why, strict=True) if s != "parsed")
+        # grouped as the run manifest groups them: the quoted answer and the endpoint taken out
+        bad = Counter(reason_kind(_text(r), s) for s, r in zip(status, why, strict=True) if s != "parsed")
         return cls(
             n=len(status),
             parsed=status.count("parsed"),
@@ -66,15 +59,23 @@ class AnswerHealth:
         )
 
     @classmethod
-    def of_frame(cls, frame: pd.DataFrame, status: str = "status", reason: str = "reason") -> AnswerHealth:
-        """From a judgment frame with a ``status`` column and, when present, a ``reason`` column."""
-        if frame.empty or status not in frame:
+    def of_frames(cls, *frames: pd.DataFrame) -> AnswerHealth:
+        """From judgment frames with a ``status`` column and, when present, a ``reason`` column (empty ones skipped)."""
+        used = [f for f in frames if len(f) and "status" in f]
+        if not used:
             return cls(0, 0, 0, 0)
-        return cls.count(frame[status], frame.get(reason))
+        every = pd.concat(used, ignore_index=True)
+        return cls.count(every["status"], every.get("reason"))
 
     @property
     def unusable(self) -> int:
         return self.unparsed + self.errors
+
+    @property
+    def flagged(self) -> bool:
+        """More than :data:`~recjudge_utils.judge.records.UNUSABLE_SHARE_FLAG` of the answers were unusable, as the
+        run manifest flags a notebook."""
+        return self.unusable > UNUSABLE_SHARE_FLAG * self.n
 
     @property
     def nothing_usable(self) -> bool:

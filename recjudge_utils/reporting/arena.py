@@ -264,12 +264,11 @@ def stand_in(run: ArenaRun) -> Callout | None:
 
 
 def _health(run: ArenaRun) -> AnswerHealth:
-    frames = [f for f in (run.raw, run.absolute) if len(f)]
-    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+    return AnswerHealth.of_frames(run.raw, run.absolute)
 
 
 def _verdicts_health(run: ArenaRun) -> AnswerHealth:
-    return AnswerHealth.of_frame(run.raw)
+    return AnswerHealth.of_frames(run.raw)
 
 
 def notes(run: ArenaRun) -> list[Callout]:

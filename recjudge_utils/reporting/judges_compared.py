@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
 from recjudge_utils.experiments.arena import PAPER_NAMES
+from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG
 from recjudge_utils.metrics import agreement as labelers
 from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir
 from recjudge_utils.protocols.saer import VERSION_NAMES
@@ -375,10 +376,6 @@ def usage_table(runs: list[Run], current: Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: more than this share of a notebook's answers unusable (unparsed or failed) is flagged, as in the run manifest
-UNUSABLE_FLAG = 0.2
-
-
 def health_table(runs: list[Run]) -> pd.DataFrame:
     """Per run, each judging notebook's readable answers out of all it asked (``results.json``'s ``judgments``),
     flagged where more than a fifth could not be used: a judge that fails shows here before its numbers are read."""
@@ -391,7 +388,7 @@ def health_table(runs: list[Run]) -> pd.DataFrame:
             if not n:
                 continue
             parsed = int(counts.get("parsed") or 0)
-            flag = " ⚠" if (n - parsed) > UNUSABLE_FLAG * n else ""
+            flag = " ⚠" if (n - parsed) > UNUSABLE_SHARE_FLAG * n else ""  # as the run manifest flags it
             row[notebook[:2]] = f"{parsed} of {n}{flag}"
         rows.append(row)
     frame = pd.DataFrame(rows)

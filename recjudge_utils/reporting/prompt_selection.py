@@ -658,8 +658,7 @@ def _sample_item(run: PromptSelectionRun) -> str:
 
 
 def _health(run: PromptSelectionRun) -> AnswerHealth:
-    every = pd.concat(list(run.scores.values())) if run.scores else pd.DataFrame()
-    return AnswerHealth.of_frame(every)
+    return AnswerHealth.of_frames(*run.scores.values())
 
 
 def health_notes(run: PromptSelectionRun) -> list[Callout]:
@@ -683,7 +682,7 @@ def takeaways_items(run: PromptSelectionRun) -> list[str]:
     health = _health(run)
     unusable = [f"Every number below rests on the answers that could be read: {health.sentence()}"]
     return [
-        *(unusable if health.unusable * 5 > health.n else []),
+        *(unusable if health.flagged else []),
         _ranking_item(run, sel),
         _constant_item(run, sel),
         _kappa_item(run, sel),

@@ -638,7 +638,7 @@ def _judge_takeaway(judge_name: str) -> str | None:
 
 
 def _health(run: ReevaluationRun) -> AnswerHealth:
-    return AnswerHealth.of_frame(run.judgments)
+    return AnswerHealth.of_frames(run.judgments)
 
 
 def health_notes(run: ReevaluationRun) -> list[Callout]:
@@ -653,7 +653,7 @@ def health_notes(run: ReevaluationRun) -> list[Callout]:
 def _health_takeaway(run: ReevaluationRun) -> str | None:
     """What the judge returned, when so little was usable that the serendipity half rests on few answers."""
     health = _health(run)
-    if not health.n or health.unusable * 5 <= health.n:
+    if not health.flagged:
         return None
     if health.nothing_usable:
         return f"No serendipity number could be computed: {health.sentence()}"

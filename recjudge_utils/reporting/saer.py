@@ -865,8 +865,7 @@ def _detection_takeaway(run: SaerRun) -> str | None:
 
 
 def _health(run: SaerRun) -> AnswerHealth:
-    frames = [f for f in (run.pointwise, run.pairwise, run.adversarial) if len(f)]
-    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+    return AnswerHealth.of_frames(run.pointwise, run.pairwise, run.adversarial)
 
 
 def health_notes(run: SaerRun) -> list[Callout]:
@@ -888,7 +887,7 @@ def takeaways_items(run: SaerRun) -> list[str]:
         return [
             f"No label, verdict or adversarial answer could be read, so nothing can be measured: {health.sentence()}"
         ]
-    if health.unusable * 5 > health.n:
+    if health.flagged:
         out.append(f"The numbers below rest on the answers that could be read: {health.sentence()}")
     a, b = ALGORITHMS
     good = run.labels.loc[run.labels["category"] == CATEGORIES[0]].set_index("algorithm")

@@ -183,8 +183,7 @@ def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | str:
 
 
 def _health(run: YourRecommendersRun) -> AnswerHealth:
-    frames = [f for f in run.judgments.values() if len(f)]
-    return AnswerHealth.of_frame(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+    return AnswerHealth.of_frames(*run.judgments.values())
 
 
 def health_notes(run: YourRecommendersRun) -> list[Callout]:
