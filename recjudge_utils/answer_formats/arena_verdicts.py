@@ -30,7 +30,6 @@ __all__ = [
     "aspect_key",
     "canonical_verdict",
     "format_absolute",
-    "format_pairwise",
     "make_pairwise_parser",
     "pairwise_json_schema",
     "parse_absolute",
@@ -234,7 +233,7 @@ def parse_absolute(text: str | None) -> dict[str, Any]:
     return {"score": float(score), "analysis": note if isinstance(note, str) else None}
 
 
-def format_pairwise(verdicts: Mapping[str, str], analysis: str = "Compared the two lists for this user.") -> str:
+def _format_pairwise(verdicts: Mapping[str, str], analysis: str = "Compared the two lists for this user.") -> str:
     """An answer in the ``arena_pairwise`` format (keys in the given order, ``overall`` last)."""
     obj: dict[str, object] = {}
     for key, verdict in verdicts.items():
@@ -249,7 +248,7 @@ def format_absolute(score: float, analysis: str = "Judged the list for this user
 
 def render_pairwise(positions: Mapping[str, str]) -> str:
     """The ``arena_pairwise`` answer naming, per key, the position (first / second / tie) the judge prefers."""
-    return format_pairwise({key: _VERDICT_OF_POSITION[position] for key, position in positions.items()})
+    return _format_pairwise({key: _VERDICT_OF_POSITION[position] for key, position in positions.items()})
 
 
 def render_absolute(values: Mapping[str, float]) -> str:

@@ -26,13 +26,12 @@ __all__ = [
     "PointwiseVerdict",
     "format_list_label",
     "format_set_verdict",
-    "parse_category",
-    "parse_flagged",
+    "list_label_grammar",
     "parse_pairwise",
     "parse_pointwise",
-    "parse_verdict",
     "render_list_label",
     "render_set_verdict",
+    "set_verdict_grammar",
 ]
 
 #: SAER's list labels, best first (as the prompts list them).
@@ -92,7 +91,7 @@ class PointwiseVerdict:
     flagged: tuple[int, ...]
 
 
-def parse_category(value: str) -> str:
+def _parse_category(value: str) -> str:
     """Exactly one of CATEGORIES (case, markdown and a trailing full stop tolerated)."""
     first_line = value.strip().splitlines()[0] if value.strip() else ""
     norm = _norm(first_line)
@@ -122,7 +121,7 @@ def _drop_parenthesised(line: str) -> str:
     return "".join(kept)
 
 
-def parse_flagged(value: str, n_items: int) -> tuple[int, ...]:
+def _parse_flagged(value: str, n_items: int) -> tuple[int, ...]:
     """Item numbers 1..n_items ("3, 7", "#3 (title), #7", "None"); anything else raises ParseError."""
     first_line = value.strip().splitlines()[0] if value.strip() else ""
     norm = _norm(first_line)
@@ -159,7 +158,7 @@ def parse_pointwise(text: str, n_items: int = 10) -> PointwiseVerdict:
     if not reasoning:
         raise ParseError("empty REASONING")
     return PointwiseVerdict(
-        reasoning, parse_category(fields["CATEGORY"]), parse_flagged(fields["FLAGGED ITEMS"], n_items)
+        reasoning, _parse_category(fields["CATEGORY"]), _parse_flagged(fields["FLAGGED ITEMS"], n_items)
     )
 
 
@@ -171,7 +170,7 @@ class PairwiseVerdict:
     verdict: str  # "Set 1" | "Set 2" | "Tie"
 
 
-def parse_verdict(value: str) -> str:
+def _parse_verdict(value: str) -> str:
     """Exactly one of Set 1 / Set 2 / Tie (case, markdown, "is better" / "wins" and a remark in brackets tolerated)."""
     first_line = value.strip().splitlines()[0] if value.strip() else ""
     norm = _norm(first_line)
@@ -192,7 +191,7 @@ def parse_pairwise(text: str) -> PairwiseVerdict:
             raise ParseError(f"missing {name}")
     if not fields["REASONING"].strip():
         raise ParseError("empty REASONING")
-    return PairwiseVerdict(fields["REASONING"].strip(), parse_verdict(fields["VERDICT"]))
+    return PairwiseVerdict(fields["REASONING"].strip(), _parse_verdict(fields["VERDICT"]))
 
 
 def format_list_label(
@@ -216,3 +215,32 @@ def render_list_label(values: Mapping[str, str]) -> str:
 def render_set_verdict(values: Mapping[str, str]) -> str:
     """The ``saer_pairwise`` answer naming the position (first / second / tie) in ``values["verdict"]``."""
     return format_set_verdict(_SET_OF_POSITION[values["verdict"]])
+
+
+def _reasoning_rule(chars: int) -> str:
+    # printable ASCII only: a byte-level tokenizer then spends at least one character per token, so a cap in
+    # characters is a cap in tokens
+    return f"reasoning ::= [ -~] [ -~]{{0,{max(0, chars - 1)}}}"
+
+
+def list_label_grammar(n_items: int = 10, reasoning_chars: int = 400) -> str:
+    """A GBNF grammar (llama.cpp's constrained decoding) admitting exactly the answers :func:`parse_pointwise` reads:
+    REASONING of at most ``reasoning_chars`` characters (so the fields after it fit the answer budget), a CATEGORY
+    out of :data:`CATEGORIES`, FLAGGED ITEMS as ``None`` or numbers 1..n_items."""
+    items = " | ".join(f'"{k}"' for k in range(n_items, 0, -1))
+    categories = " | ".join(f'"{c}"' for c in CATEGORIES)
+    return "\n".join([
+        'root ::= "REASONING: " reasoning "\\nCATEGORY: " category "\\nFLAGGED ITEMS: " flagged',
+        _reasoning_rule(reasoning_chars),
+        f"category ::= {categories}",
+        'flagged ::= "None" | item (", " item)*',
+        f"item ::= {items}",
+    ])  # fmt: skip
+
+
+def set_verdict_grammar(reasoning_chars: int = 400) -> str:
+    """A GBNF grammar admitting exactly the answers :func:`parse_pairwise` reads: REASONING of at most
+    ``reasoning_chars`` characters, then a VERDICT."""
+    verdicts = " | ".join(f'"{v}"' for v in POSITION_OF_SET)
+    return "\n".join(['root ::= "REASONING: " reasoning "\\nVERDICT: " verdict', _reasoning_rule(reasoning_chars),
+                      f"verdict ::= {verdicts}"])  # fmt: skip

