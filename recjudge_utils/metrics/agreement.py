@@ -207,6 +207,54 @@ def fleiss_kappa(labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any]
     return float((p_case.mean() - chance) / (1.0 - chance))
 
 
+def krippendorff_alpha(
+    labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any], metric: str = "interval"
+) -> tuple[float, np.ndarray]:
+    """Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's alpha-reliability") of raters over cases,
+    and the cases-by-labels count table it was computed from. A missing label (None/NaN) is left out and a case counts
+    once two raters labelled it. ``metric``: "nominal" (labels as categories) or "interval" (their positions in
+    ``labels`` as numbers: ordered, equally spaced levels). alpha = 1 - D_o / D_e, the disagreement within cases over
+    the disagreement of all labels paired at random; NaN when every label is the same. With every case labelled by all
+    raters, nominal alpha = 1 - (1 - Fleiss' kappa) (n - 1) / n, n the labels counted."""
+    code = {lab: i for i, lab in enumerate(labels)}
+    cases = [[v for v in case if not is_missing(v)] for case in zip(*labels_by_rater, strict=True)]
+    if unknown := {v for case in cases for v in case} - set(code):
+        raise ValueError(f"Krippendorff's alpha: labels {sorted(map(str, unknown))} not in {list(labels)}")
+    cases = [[code[v] for v in case] for case in cases]
+    counts = np.array([np.bincount(c, minlength=len(code)) for c in cases if len(c) >= 2]).reshape(-1, len(code))
+    return _alpha(counts, metric), counts
+
+
+def _alpha(counts: np.ndarray, metric: str) -> float:
+    k = np.arange(counts.shape[1], dtype=float)
+    delta = (k[:, None] - k[None, :]) ** 2 if metric == "interval" else 1.0 - np.eye(len(k))
+    pairable, per_case = counts.sum(), counts.sum(axis=1)
+    total = counts.sum(axis=0)
+    expected = total @ delta @ total / (pairable * (pairable - 1)) if pairable > 1 else 0.0
+    observed = np.sum(np.einsum("ck,kl,cl->c", counts, delta, counts) / (per_case - 1)) / max(pairable, 1)
+    return float(1.0 - observed / expected) if expected > 0 else float("nan")
+
+
+def krippendorff_alpha_ci(
+    labels_by_rater: Sequence[Sequence[Any]],
+    labels: Sequence[Any],
+    metric: str = "interval",
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> Kappa:
+    """:func:`krippendorff_alpha` with its percentile-bootstrap CI over cases (resamples where alpha is undefined left
+    out; SE: the resampled alphas' standard deviation), as :func:`weighted_kappa_ci` gives kappa's. ``n``: the cases
+    two or more raters labelled."""
+    value, counts = krippendorff_alpha(labels_by_rater, labels, metric)
+    nan, n = float("nan"), len(counts)
+    if n < 2 or np.isnan(value):
+        return Kappa(value, nan, nan, nan, n)
+    _, boots = bootstrap_distribution(np.arange(n), lambda rows: _alpha(counts[rows], metric), n_boot, seed)
+    low, high = percentile_interval(boots, ci)
+    return Kappa(value, float(np.nanstd(boots)), low, high, n)
+
+
 def strict_adjudicate(*labelers: Sequence[Any], order: Sequence[str] = POINTWISE_LABELS) -> list[Any]:
     """Per case, the harshest label any labeler gave (``order`` runs harshest first).
 
@@ -246,10 +294,10 @@ def load_human_labels(path: str | Path, task: str, algorithms: Sequence[str] | N
     one of ``algorithms`` or "Tie"). Returns the rows with columns user, algorithm, annotator, label.
     """
     frame = pd.read_csv(path, comment="#", dtype={"algorithm": str, "annotator": str, "label": str})
-    return validate_human_labels(frame, task, algorithms, source=str(path))
+    return _validate_human_labels(frame, task, algorithms, source=str(path))
 
 
-def validate_human_labels(
+def _validate_human_labels(
     frame: pd.DataFrame, task: str, algorithms: Sequence[str] | None = None, source: str = "human labels"
 ) -> pd.DataFrame:
     """Check columns, label values and duplicates; raise ValueError naming the offending row."""
