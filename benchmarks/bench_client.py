@@ -112,7 +112,8 @@ def short_request(i: int) -> JudgeRequest:
 
 
 _PROMPT_RE = re.compile(r"prompt eval time\s*=\s*([\d.]+) ms /\s*(\d+) tokens")
-_EVAL_RE = re.compile(r"^\S*\s*eval time\s*=\s*([\d.]+) ms /\s*(\d+) runs", re.MULTILINE)
+# llama-cpp-python's "eval time = ... ms / N runs" and llama-server's "... | eval time = ... ms / N tokens"
+_EVAL_RE = re.compile(r"^(?:\S*|.*\|)\s*eval time\s*=\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)", re.MULTILINE)
 
 
 def llama_timings(log_text: str) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
@@ -200,7 +201,7 @@ def main() -> None:
         on_log = log_path.read_text(errors="replace")[log_start:]
         ptoks = statistics.mean(r.prompt_tokens for r in r_on)
         rows.append((f"(b) no prefix reuse / prefix reuse, {n} x 10-shot (~{ptoks:.0f} tok)", off, on, ""))
-        # extra: what asking for top-20 logprobs (expected score) costs on llama-cpp-python, same prompts
+        # extra: what asking for top-20 logprobs (expected score) costs on llama-server (n_probs), same prompts
         lp, r_lp = timed(lambda: client.judge_many([ten_shot_request(i, True, "on", logprobs=True) for i in range(n)]))
         got = sum(r.label_probs is not None for r in r_lp)
         rows.append((f"(extra) with / without top-20 logprobs, {n} x 10-shot", lp, on, f"label probs {got}/{n}"))

@@ -19,6 +19,7 @@ import os
 import platform
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,15 +55,44 @@ def runs_dir() -> Path:
     return (root / "runs") if root else _home() / "runs"
 
 
+@dataclass(frozen=True)
+class RunMode:
+    """How the book runner executes this process's notebooks: for real, as a plan (every request recorded into
+    ``plan_folder``, none sent, no recommender trained) or as an offline replay (answers from the cache only).
+
+    The runner hands the mode to its kernels through the environment (:meth:`environment`); everything that behaves
+    differently in a plan or a replay asks :func:`run_mode`, the one place those variables are read."""
+
+    plan_folder: Path | None = None
+    offline: bool = False
+
+    @property
+    def planning(self) -> bool:
+        return self.plan_folder is not None
+
+    def environment(self) -> dict[str, str]:
+        """The variables that carry this mode to a kernel (both always set, so a parent's mode never leaks)."""
+        return {_PLAN_ENV: str(self.plan_folder or ""), _OFFLINE_ENV: "1" if self.offline else "0"}
+
+
+_PLAN_ENV, _OFFLINE_ENV = "RECJUDGE_PLAN", "RECJUDGE_OFFLINE"
+
+
+def run_mode() -> RunMode:
+    """This process's :class:`RunMode`, as the book runner set it (a plain run outside the runner)."""
+    folder = os.environ.get(_PLAN_ENV)
+    return RunMode(Path(folder) if folder else None, os.environ.get(_OFFLINE_ENV) == "1")
+
+
 DEFAULT_RUN = "default"
 #: the environment variable naming the run folder of this process (set by the book runner for its notebooks)
 RUN_DIR_ENV = "RECJUDGE_RUN_DIR"
 MANIFEST_FILE = "manifest.json"
 #: the book's hand-over from notebook 01 to notebook 02 inside a run folder: the serendipity template selected
 SELECTED_TEMPLATE_FILE = "01_serendipity_prompt_selection/selected_template.json"
-ADHOC_PREFIX = "adhoc"
+_ADHOC_PREFIX = "adhoc"
 #: the book's hand-over from notebook 02 to notebook 07 inside a run folder: each fold's trained lists as TREC runs
-BOOK_LISTS_DIR = "lists"
+_BOOK_LISTS_DIR = "lists"
 #: run names that are not runs: the trained recommenders shared by every run
 RESERVED_RUN_NAMES = ("artifacts",)
 
@@ -116,7 +146,7 @@ def _judge_fits(folder: Path, judge: Mapping[str, Any]) -> bool:
 
 def _make_adhoc_folder(root: Path, judge: Mapping[str, Any] | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    parts = [ADHOC_PREFIX, *([_folder_name(str(judge["name"]))] if judge and judge.get("name") else []), stamp]
+    parts = [_ADHOC_PREFIX, *([_folder_name(str(judge["name"]))] if judge and judge.get("name") else []), stamp]
     base = "-".join(parts)
     root.mkdir(parents=True, exist_ok=True)
     for k in range(1, 1000):  # two kernels started in the same second get folders of their own
@@ -211,7 +241,7 @@ def current_run_dir() -> Path:
 def book_lists_dir(fold: int, run_dir: Path | None = None) -> Path:
     """Where chapter 2 writes fold ``fold``'s top-k lists as TREC runs, one file per recommender, and chapter 7 reads
     them back through the same reader as a researcher's own files."""
-    return (run_dir or current_run_dir()) / BOOK_LISTS_DIR / f"fold{int(fold)}"
+    return (run_dir or current_run_dir()) / _BOOK_LISTS_DIR / f"fold{int(fold)}"
 
 
 def artifacts_dir() -> Path:

@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 from recjudge_utils import paths
+from recjudge_utils.experiments.results import SCHEMA
 from recjudge_utils.paths import RUN_DIR_ENV, current_run_dir, ensure_run_dir, project_root
-from recjudge_utils.reporting.results import SCHEMA
 
 SIM = {"name": "sim", "backend": "sim", "model": "sim"}
 GPT = {"name": "gpt-4o-mini", "backend": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
@@ -97,7 +97,7 @@ import json
 from recjudge_utils.judge.profiles import open_judge
 from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.reporting.results import result, write_results
+from recjudge_utils.experiments.results import result, write_results
 
 client = open_judge(judge, run=run_name, run_name="01_tiny", progress=False)
 requests = [
@@ -176,9 +176,10 @@ def test_papermill_run_writes_a_run_of_its_own_never_runs_default(tmp_path: Path
     assert (isolated_runs / "mine" / "01_tiny" / "judgments.jsonl").exists()
 
     # chapter 6 names both runs' judge from their manifests and the runner-less default run's from its own
-    from recjudge_utils.reporting import judges_compared as compare
+    from recjudge_utils.experiments.judges_compared import compare, load_runs
+    from recjudge_utils.reporting import judges_compared as report
 
-    table = compare.judges_table(compare.load_runs()).set_index("run")
+    table = report.table(compare(load_runs()), "runs", styled=False).set_index("run")
     assert table.loc["mine", "judge profile"] == "sim" and table.loc[adhoc.name, "judge profile"] == "sim"
     assert table.loc[adhoc.name, "state"].startswith("ad hoc")
     assert table.loc["default", "judge profile"] == "embedded"

@@ -20,11 +20,11 @@ import pytest
 from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.book import cli
 from recjudge_utils.book.archive import SUFFIX, export_run, import_archive
+from recjudge_utils.experiments.results import write_results
 from recjudge_utils.experiments.run import result
 from recjudge_utils.judge.profiles import open_judge
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.paths import runs_dir
-from recjudge_utils.reporting.results import write_results
 
 NOTEBOOK = "01_tiny"
 

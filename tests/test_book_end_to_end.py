@@ -30,6 +30,7 @@ from recjudge_utils.book import cli
 from recjudge_utils.book.archive import export_run
 from recjudge_utils.book.runner import select_notebooks
 from recjudge_utils.book.usage import read_jsonl
+from recjudge_utils.judge.backends.sim import UNPARSEABLE_ANSWER
 from recjudge_utils.judge.profiles import JudgeProfile, load_profile
 from recjudge_utils.paths import project_root
 
@@ -117,7 +118,9 @@ def test_whole_book_survives_injected_429_and_500(world: World) -> None:
     for log in (world.runs / "first").glob("*/judgments.jsonl"):
         records = read_jsonl(log)
         assert records and not [r for r in records if r.get("status") == "error"], log.parent.name
-        assert not [r for r in records if r.get("status") == "unparsed"], f"{log.parent.name}: a sim answer failed"
+        # chapter 5's panel study gives its simulated judges a share of deliberately unparseable answers
+        failed = [r for r in records if r.get("status") == "unparsed" and UNPARSEABLE_ANSWER not in json.dumps(r)]
+        assert not failed, f"{log.parent.name}: a sim answer failed"
     # every notebook that judges with the profile wrote its headline numbers
     assert {
         "01_serendipity_prompt_selection",

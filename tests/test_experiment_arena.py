@@ -1,21 +1,32 @@
 """RecSys Arena's experiment (``arena.run``) and the transparency experiment (``transparency.run``) with the shared
 scripted judge: numbers equal to those of the code before the one-experiment-shape refactor (recorded from it), CIs
-as numbers, and what a position-biased judge shows."""
+as numbers, and what a position-biased judge shows; the statistics the chapter's report lays out (the Wilson intervals
+of every share, the 'A wins' share, Figure 6's normalisation, the check of the paper's Table 3) against statsmodels,
+scikit-learn and scipy."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+from sklearn.preprocessing import MinMaxScaler
+from statsmodels.stats.proportion import proportion_confint
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import arena, transparency
+from recjudge_utils.experiments.results import read_results, write_run_results
 from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.metrics.correlation import pearson_rounding_range
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.arena import resolve_aspects
 from recjudge_utils.reporting import arena as report
+from tests.test_notebook_parameters import parameters
 
 RECOMMENDERS = ("fm", "pop", "random", "bprmf")
 
@@ -64,7 +75,7 @@ def evidence_judge(req: JudgeRequest) -> str:
 
 def versus_all(run: arena.ArenaRun, key: str = OVERALL, kind: str = "vs_baseline") -> pd.DataFrame:
     """The run's outcome rows of every judged source (machine columns), source by source."""
-    return pd.concat([report.versus_table(run, s, key, kind) for s in run.config.sources], ignore_index=True)
+    return pd.concat([run.versus(s, key, kind) for s in run.config.sources], ignore_index=True)
 
 
 def _ci_holds(frame: pd.DataFrame, value: str, low: str, high: str) -> None:
@@ -98,7 +109,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     _ci_holds(run.outcomes, "Q", "Q_lo", "Q_hi")
     _ci_holds(run.outcomes, "win", "win_lo", "win_hi")
     # inspiration is a tie whatever the lists: Q = 1 for every model (Table 4)
-    assert (report.versus_table(run, key="inspiration")["Q"] == 1.0).all()
+    assert (run.versus("adjudicated", key="inspiration")["Q"] == 1.0).all()
     close = versus_all(run, kind="close_pair")
     assert close["Q"].tolist() == pytest.approx([1.0, 0.5, 0.75])
     pc = run.consistency.set_index(["x", "y"])
@@ -135,13 +146,13 @@ def test_single_order_has_no_adjudication_and_no_consistency(scripted_judge):
     consistency = next(r for r in run.results() if r.metric == "position_consistency")
     assert consistency.value is None and consistency.low is None and consistency.n == 0
     with pytest.raises(ValueError, match="not judged"):
-        report.versus_table(run, "adjudicated")
+        run.versus("adjudicated")
 
 
 def test_transparency_run_gives_the_numbers_of_the_old_code(scripted_judge):
     ds = toy_dataset()
-    # chapter 3 asking one aspect only: the transparency experiment still asks the full six-aspect prompt
-    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, aspects=("Accuracy",))
+    # its own config has no aspects: the transparency experiment always asks the full six-aspect prompt
+    config = transparency.TransparencyConfig(n_users=6)
     client = scripted_judge(evidence_judge)
     run = transparency.run(client, ds, config)
     six = {aspect_key(a) for a in resolve_aspects()}
@@ -176,10 +187,130 @@ def test_run_end_to_end_with_a_position_biased_judge(scripted_judge):
     assert (t2.loc["x_first", "win"] == 100).all() and (t2.loc["y_first", "lose"] == 100).all()
     assert (t2.loc["adjudicated", "tie"] == 100).all() and (t2.loc["adjudicated", "Q"] == 1.0).all()
     assert run.consistency.iloc[0]["consistency"] == 0.0
-    assert set(report.versus_table(run, key="inspiration")["x"]) == {"pop", "random", "bprmf"}
+    assert set(run.versus("adjudicated", key="inspiration")["x"]) == {"pop", "random", "bprmf"}
     aspects = report.aspect_table(run).data
     assert len(aspects) == 7 and list(aspects.columns) == ["aspect", "pop", "random", "bprmf"]
     unparsed = report.unparsed_summary(run).data.set_index("answers")
     assert unparsed.loc["absolute", "unparsed %"] == "100.0"  # the fake answers give no score
-    assert report.relative_vs_absolute(run)["absolute"].isna().all()
+    counts = run.unparsed().set_index("answers")
+    assert counts.loc["pair-wise", ["calls", "unusable", "pct"]].tolist() == [24, 0, 0.0]
+    assert counts.loc["pair-wise", "reasons"] == [] and counts.loc["pair-wise", "example"] is None
+    absolute = counts.loc["absolute"]
+    assert (absolute["calls"], absolute["unusable"], absolute["pct"]) == (9, 9, 100.0)
+    assert [k for _, k in absolute["reasons"]] == [9]  # one reason, counted 9 times
+    assert absolute["example"] is None  # absolute scores keep no raw answer (pair-wise ones do)
+    assert run.relative_vs_absolute()["absolute"].isna().all()
     assert run.separation["measure"].iloc[0].startswith("AUC")
+
+
+def test_every_share_carries_its_wilson_interval_from_the_counts(scripted_judge):
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, n_boot=200)
+    run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
+    judged = run.outcomes[run.outcomes["n"] > 0]
+    assert len(judged) > 20
+    for part in ("win", "tie", "lose"):
+        counts = np.round(judged[part] * judged["n"] / 100).astype(int)
+        low, high = proportion_confint(counts, judged["n"], alpha=0.05, method="wilson")
+        assert judged[f"{part}_lo"].to_numpy() == pytest.approx(100 * low.to_numpy(), abs=1e-9)
+        assert judged[f"{part}_hi"].to_numpy() == pytest.approx(100 * high.to_numpy(), abs=1e-9)
+    # the three shares of a comparison are not the same numbers: ties and losses get intervals of their own
+    assert (judged["tie_hi"] != judged["lose_hi"]).any() and (judged["tie_hi"] != judged["win_hi"]).any()
+
+
+def test_overall_rows_and_unreadable_answers(scripted_judge):
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, n_boot=200)
+    run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
+    consistency, a_wins = run.overall()
+    assert consistency is not None and (consistency["x"], consistency["n_both_parsed"]) == ("all", 24)
+    assert (a_wins["x"], a_wins["y"]) == ("all", "all") and a_wins["share"] == run.a_wins.set_index("x").loc[
+        "all", "share"
+    ]
+    assert run.unreadable() is None  # every verdict parsed
+    single = arena.run(scripted_judge(evidence_judge), toy_dataset(), replace(config, both_orders=False))
+    assert single.overall()[0] is None  # one order: no consistency to report
+    unread = arena.run(scripted_judge(lambda req: "no idea"), toy_dataset(), config)
+    health = unread.unreadable()
+    assert health is not None and health.parsed == 0
+    assert health.n == len(unread.raw) + len(unread.absolute) > len(unread.raw)  # the absolute scores counted too
+
+
+def test_a_wins_share_counts_only_verdicts_naming_a_winner(scripted_judge):
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, n_boot=200)
+    run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
+    a = run.a_wins.set_index(["x", "y"])
+    verdicts = run.raw.loc[run.raw["status"] == "parsed", f"verdict_{OVERALL}"]
+    k, n = int((verdicts == "A wins").sum()), int(verdicts.isin(["A wins", "B wins"]).sum())
+    assert n < len(verdicts)  # the evidence judge ties on equal evidence for even users: those are left out
+    overall = a.loc[("all", "all")]
+    assert (overall["n_named"], overall["share"]) == (n, pytest.approx(k / n))
+    assert (overall["share_lo"], overall["share_hi"]) == pytest.approx(
+        proportion_confint(k, n, alpha=0.05, method="wilson")
+    )
+    pairs = {tuple(p) for p in run.comparisons[["x", "y"]].drop_duplicates().to_numpy()}
+    assert set(a.index) == {("all", "all")} | pairs
+    assert a.drop(index=("all", "all"))["n_named"].sum() == n
+
+
+def test_figure6_normalisation_is_min_max_over_the_finite_values(scripted_judge):
+    config = arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=6, n_boot=200)
+    run = arena.run(scripted_judge(evidence_judge), toy_dataset(), config)
+    data = run.relative_vs_absolute("x_first")
+    assert data["model"].tolist() == ["pop", "random", "bprmf"]
+    assert data["Q"].tolist() == pytest.approx([4 / 3, 1.0, 0.5])  # the paper's order, as in Table 2
+    assert data["absolute"].notna().all() and data["absolute"].nunique() > 1
+    for col in ("AUC", "Q", "absolute"):
+        expected = MinMaxScaler().fit_transform(data[[col]].to_numpy(dtype=float)).ravel()
+        assert data[f"{col} (normalised)"].to_numpy() == pytest.approx(expected)
+    # an infinite Q is left out of the scale (NaN), the others still span [0, 1]; one finite value has no span
+    q = pd.Series([np.inf, 2.0, 0.5], index=["pop", "random", "bprmf"])
+    infinite = dataclasses.replace(run, outcomes=run.outcomes.assign(Q=run.outcomes["x"].map(q).fillna(1.0)))
+    scaled = infinite.relative_vs_absolute("x_first")["Q (normalised)"].tolist()
+    assert np.isnan(scaled[0]) and scaled[1:] == [1.0, 0.0]
+    q = pd.Series([np.inf, np.inf, 0.5], index=["pop", "random", "bprmf"])
+    single = dataclasses.replace(run, outcomes=run.outcomes.assign(Q=run.outcomes["x"].map(q).fillna(1.0)))
+    assert single.relative_vs_absolute("x_first")["Q (normalised)"].isna().all()
+
+
+def test_paper_correlations_recompute_the_papers_r_and_its_rounding_range():
+    p1, p2, p3 = paper_table("arena_table1"), paper_table("arena_table2"), paper_table("arena_table3")
+    table = arena.paper_correlations(draws=200, seed=1)
+    assert table[["llm", "dataset", "r", "p"]].equals(p3[["llm", "dataset", "r", "p"]])
+    rng = np.random.default_rng(1)  # one stream across the groups, in the order of Table 2
+    for row, ((llm, dataset), block) in zip(
+        table.to_dict("records"), p2.groupby(["llm", "dataset"], sort=False), strict=True
+    ):
+        assert (row["llm"], row["dataset"]) == (llm, dataset)
+        auc = block["rs"].map(p1[p1["dataset"] == dataset].set_index("rs")["auc"]).to_numpy(float)
+        reference = stats.pearsonr(auc, block["q"].to_numpy(float))
+        assert (row["r_recomputed"], row["p_recomputed"]) == pytest.approx((reference.statistic, reference.pvalue))
+        low, high = pearson_rounding_range(auc, block["q"].to_numpy(float), draws=200, seed=rng)
+        assert (row["r_low"], row["r_high"]) == (low, high)
+        assert row["r_low"] <= row["r_recomputed"] <= row["r_high"]
+    # rounding explains the printed r on MIND but not on MovieLens (the chapter's finding, at the chapter's draws)
+    inside = arena.paper_correlations().pipe(lambda t: (t["r_low"] <= t["r"]) & (t["r"] <= t["r_high"]))
+    assert inside.tolist() == [False] * 3 + [True] * 3
+
+
+def test_transparency_config_is_chapter_3s_parameters():
+    fields = {f.name: f.default for f in dataclasses.fields(transparency.TransparencyConfig)}
+    arena_defaults = {f.name: f.default for f in dataclasses.fields(arena.ArenaConfig)}
+    assert set(fields) <= parameters("03_recsys_arena")
+    assert fields == {name: arena_defaults[name] for name in fields}  # the same defaults as chapter 3's run
+    steps = transparency.TransparencyConfig(n_users=5, seed=3, top_k=4).arena()
+    assert (steps.aspects, steps.both_orders, steps.n_users, steps.seed, steps.top_k) == (None, True, 5, 3, 4)
+
+
+def test_chapter_3_writes_both_runs_into_one_results_file(scripted_judge, tmp_path):
+    ds, client = toy_dataset(), scripted_judge(evidence_judge)
+    run = arena.run(client, ds, arena.ArenaConfig(recommenders=RECOMMENDERS, baseline="fm", n_users=3, n_boot=100))
+    seen = transparency.run(client, ds, transparency.TransparencyConfig(n_users=3, n_boot=100))
+    written = read_results(write_run_results("03_recsys_arena", run, client, tmp_path, also=[seen]))
+    assert written["experiment"] == "arena" and set(written["items"]) == {"pairwise", "transparency"}
+    assert len(written["items"]["transparency"]) == len(seen.raw) == 3 * 2
+    metrics = [r["metric"] for r in written["results"]]
+    assert metrics[: len(run.results())] == [r.metric for r in run.results()]  # chapter 3's own rows, unchanged
+    assert metrics[len(run.results()) :] == ["transparency_win_pct", "transparency_Q"] * 6
+    # chapter 6 reads win_pct and Q by name: the transparency rows never join them
+    assert all("x" in r["group"] for r in written["results"] if r["metric"] in ("win_pct", "Q"))
+    with pytest.raises(ValueError, match="items of kind"):
+        write_run_results("03_recsys_arena", run, client, tmp_path, also=[run])

@@ -5,6 +5,7 @@ with CIs."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,10 @@ from recjudge_utils.data import Dataset
 from recjudge_utils.data.standins import serendipity_proxy_from_movielens
 from recjudge_utils.experiments import protocol_detection as detect
 from recjudge_utils.experiments import saer
+from recjudge_utils.experiments.results import read_results, write_run_results
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
+from recjudge_utils.judge.profiles import load_profile
+from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 from recjudge_utils.reporting import protocol_detection as report
 
 SMALL = detect.DetectionConfig(
@@ -31,6 +35,7 @@ SMALL = detect.DetectionConfig(
     reeval_users=6,
     reeval_noise=(0.0, 2.0),
     user_sizes=(3, 5),
+    panel_customers=6,
 )
 
 
@@ -61,7 +66,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> detect.DetectionRun:
         # chapter 4's cheap offline encoder instead of MiniLM: the test checks the wiring, not the embeddings
         original = detect.saer_config
         patch.setattr(detect, "saer_config", lambda c: dataclasses.replace(original(c), encoder="word-counts"))
-        return detect.run("sim", detect.DetectionData(pairs, dataset), SMALL)
+        with load_profile("sim").client(run_name="05_protocols_detect", progress=False) as judge:
+            return detect.run(judge, detect.DetectionData(pairs, dataset), SMALL)
 
 
 def test_the_chapters_configs_differ_only_where_the_chapter_names_it() -> None:
@@ -89,7 +95,7 @@ def test_a_perfect_simulated_judge_recovers_every_truth(run: detect.DetectionRun
     assert cons.loc[0.0, "consistency"] == 1.0 and cons.loc[1.0, "consistency"] < 1.0
     assert cons.loc[1.0, "consistency"] == pytest.approx(cons.loc[1.0, "expected"])
     assert (run.saer.customers, run.saer.heldout) == (SMALL.saer_customers, saer.SIM_HELDOUT)
-    assert report.saer_text(run.saer).startswith(
+    assert report.section_text(run, "saer").startswith(
         f"Panel: 6 customers, each one's last {saer.SIM_HELDOUT} interactions held"
     )
     gaps = run.reevaluation.gaps.set_index(["source", "metric"])
@@ -98,7 +104,9 @@ def test_a_perfect_simulated_judge_recovers_every_truth(run: detect.DetectionRun
 
 def test_results_are_numbers_with_their_intervals(run: detect.DetectionRun) -> None:
     results = run.results()
-    assert {r.metric for r in results} == {"mae", "ci_coverage"}
+    assert {r.metric for r in results} == {"mae", "ci_coverage"} | {
+        f"panel_{m}" for m in ("acc3", "kappa", "bias", "consistency")
+    }
     for r in results:
         assert r.value is not None and r.low is not None and r.high is not None
         assert r.low - 1e-9 <= r.value <= r.high + 1e-9
@@ -109,16 +117,146 @@ def test_results_are_numbers_with_their_intervals(run: detect.DetectionRun) -> N
         "judge arena position bias",
         "judge saer protocols",
         "judge reevaluation noise",
+        "judge panels",
     }
     assert np.isfinite(run.separation.effect_size)
+
+
+def test_results_json_holds_the_runs_results_as_the_simulated_judges(run: detect.DetectionRun, tmp_path: Path) -> None:
+    with load_profile("sim").client(run_name="05_protocols_detect", progress=False) as judge:
+        stored = read_results(write_run_results("05_protocols_detect", run, judge, tmp_path))
+    assert stored["experiment"] == "protocol_detection" and stored["judge"]["kind"] == "simulated"
+    assert len(stored["results"]) == len(run.results()) > 0
+    assert [r["metric"] for r in stored["results"]] == [r.metric for r in run.results()]
 
 
 def test_the_chapters_tables_figures_notes_and_takeaways_build_from_a_run(run: detect.DetectionRun) -> None:
     tables = every_table(run)
     assert all(len(t.data) for t in tables)
-    assert [len(report.noise_table(run.noise).data), len(report.arena_table(run.arena).data)] == [2, 2]
+    assert [len(report.noise(run)[1].data), len(report.arena(run)[1].data)] == [2, 2]
+    assert all(report.section_text(run, s) for s in ("coverage", "separation", "arena", "saer", "reevaluation"))
     figures = every_figure(run)
     assert all(f.axes for f in figures)
     notes = [report.judge_note(run, s).text for s in report.SECTIONS]
     assert all(n.startswith("```{admonition} Simulated judge") for n in notes)
     assert len(report.takeaways_items(run)) >= 6
+
+
+def test_the_studies_judges_derive_from_the_chapters_simulated_judge(tmp_path: Path) -> None:
+    """Each study's judge has exactly its error model and the judge's run folder and cache, whatever error model the
+    profile the chapter's judge was opened from has: its answers are those of a judge opened with that model."""
+    pairs = serendipity_proxy_from_movielens(movielens_like(), n_pairs=40, min_per_level=1)
+    profile = load_profile("sim")  # noise 0.8, position bias 0.1, ...: none of it reaches a study's judges
+    with profile.client(run_dir=tmp_path / "judge", progress=False) as judge:
+        sims = detect.sweep_judges(judge)
+        with sims(noise=1.0, seed=3) as derived:
+            assert (derived.run_dir, derived.cache.path) == (judge.run_dir, judge.cache.path)
+            assert derived.model_name == f"{SIM_PREFIX} (noise 1)"
+            got = SerendipityJudge(derived, template="base").score(pairs.pairs, pairs.items)["score"].tolist()
+    direct = load_profile({"name": "other", "backend": "sim", "model": "sim", "options": {"noise": 1.0, "seed": 3}})
+    with direct.client(run_dir=tmp_path / "direct", cache_path=tmp_path / "other.sqlite", progress=False) as client:
+        assert SerendipityJudge(client, template="base").score(pairs.pairs, pairs.items)["score"].tolist() == got
+    with pytest.raises(ValueError, match="chapter 5 sweeps a simulated judge"):
+        detect.sweep_judges(Named("an LLM"))
+
+
+class Named:
+    """Not a judge client: a name and nothing else."""
+
+    def __init__(self, name: str) -> None:
+        self.model_name = name
+
+
+def test_q_errors_are_relative_to_the_true_q_where_both_are_finite() -> None:
+    arena = pd.DataFrame(
+        [(0.0, "truth", 0.5, 0.8), (0.2, "truth", 0.5, 0.8), (0.2, "single", 0.6, 1.0), (0.2, "both", 0.5, np.inf)],
+        columns=["bias", "protocol", "win_rate", "Q"],
+    )
+    arena.attrs["users"] = 10
+    out = detect.against_truth(arena)
+    assert out["Q_error"].iloc[2] == pytest.approx(1.0 / 0.8 - 1) and out["Q_error"].iloc[0] == 0.0
+    assert np.isnan(out["Q_error"].iloc[3])  # no relative error of an infinite Q
+    assert out.attrs == {"users": 10, "true_win_rate": 0.5, "true_q": 0.8}
+    no_losses = detect.against_truth(arena.assign(Q=[0.0, 0.0, 1.0, 1.0]))
+    assert no_losses["Q_error"].isna().all()  # a true Q of 0 has no relative error
+
+
+def test_detection_rates_and_gap_tables_as_the_reports_read_them() -> None:
+    adversarial = pd.DataFrame(
+        [(c, o, s, lo, hi) for c, rows in ((0.5, [("correct", 0.55, 0.47, 0.63), ("wrong", 0.0, 0.0, 0.03),
+                                                  ("tie", 0.45, 0.37, 0.53), ("expected correct", 0.5, None, None)]),
+                                           (0.0, [("correct", 0.9, 0.85, 0.94), ("wrong", 0.05, 0.02, 0.1),
+                                                  ("tie", 0.05, 0.02, 0.1), ("expected correct", 1.0, None, None)]))
+         for o, s, lo, hi in rows],
+        columns=["context_neglect", "outcome", "share", "lo", "hi"],
+    )  # fmt: skip
+    det = detect.SaerDetection(adversarial, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 5, 5).detection
+    assert list(det.index) == [0.0, 0.5]  # ascending context neglect, whatever the sweep's order
+    assert det.loc[0.5, ["correct", "lo", "hi", "tie", "wrong", "expected"]].tolist() == [
+        0.55,
+        0.47,
+        0.63,
+        0.45,
+        0.0,
+        0.5,
+    ]
+    assert det["held"].tolist() == [False, True]  # 1.0 lies above [0.85, 0.94]; 0.5 inside [0.47, 0.63]
+    gaps = pd.DataFrame(
+        [("truth", np.nan, m, 0.1, 0.05, 0.15) for m in ("avg", "p_ser")]
+        + [("noise 2", 2.0, m, 0.02, -0.01, 0.05) for m in ("avg", "p_ser")],
+        columns=["source", "noise", "metric", "gap", "gap_lo", "gap_hi"],
+    )
+    needed = pd.DataFrame(
+        [("avg", "noise 2", 40.0), ("p_ser", "noise 2", np.nan)], columns=["metric", "source", "users_for_95%"]
+    )
+    table = detect.ReevalDetection(gaps, pd.DataFrame(), needed).table.set_index("source")
+    assert table.loc["noise 2", ["noise", "avg", "avg_lo", "avg_hi"]].tolist() == [2.0, 0.02, -0.01, 0.05]
+    assert table.loc["noise 2", "users_avg"] == 40.0 and table.loc["noise 2", "users_p_ser"] == np.inf  # never reached
+    assert np.isnan(table.loc["truth", "users_avg"]) and np.isnan(table.loc["truth", "noise"])
+
+
+def test_the_implied_mae_is_held_when_its_interval_holds_it(run: detect.DetectionRun) -> None:
+    noise = run.noise
+    inside = (noise["mae_lo"] - 1e-9 <= noise["expected_mae"]) & (noise["expected_mae"] <= noise["mae_hi"] + 1e-9)
+    assert noise["implied_in_ci"].tolist() == inside.tolist()
+    assert report.noise(run)[1].data["implied MAE in the CI"].tolist() == ["yes" if h else "no" for h in inside]
+
+
+def test_the_panel_study_measures_one_judge_and_two_panels_through_the_panel_machinery(
+    run: detect.DetectionRun,
+) -> None:
+    p = run.panels
+    assert p["condition"].tolist() == list(detect.PANEL_CONDITIONS)
+    # every judge scores every pair and judges every customer's two lists in both orders; a panel asks each member
+    one = 120 + 2 * 6
+    assert p["calls"].tolist() == [one, 3 * one, 3 * one] and p["cost_multiple"].tolist() == [1.0, 3.0, 3.0]
+    assert p["excluded"].iloc[0] == 0 and p.attrs == {"customers": 6, "pairs": 120, "excluded": int(
+        p["excluded"].iloc[1:].sum()), "answers": 6 * one, "one": one, "multiple": 3.0}  # fmt: skip
+    for m in ("acc3", "kappa", "bias", "consistency"):
+        assert (p[f"{m}_lo"] <= p[m] + 1e-9).all() and (p[m] <= p[f"{m}_hi"] + 1e-9).all()
+
+
+def test_a_shared_offset_survives_the_vote_and_no_offset_makes_the_panels_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without noise, bias or unparseable answers one judge and the independent panel read the truth exactly; the
+    shared-bias panel's mean error is exactly its members' offset clipped at level 5; with no offset the two panels'
+    members are the same judges (the same cache keys), so their rows are equal."""
+    dataset = movielens_like()
+    pairs = serendipity_proxy_from_movielens(dataset, n_pairs=60, min_per_level=1)
+    original = detect.saer_config
+    monkeypatch.setattr(detect, "saer_config", lambda c: dataclasses.replace(original(c), encoder="word-counts"))
+    exact = dataclasses.replace(SMALL, panel_noise=0.0, panel_bias=0.0, panel_unparseable=0.0, panel_offset=1.0)
+    with load_profile("sim").client(run_dir=tmp_path / "05", progress=False) as judge:
+        p = detect.judge_panels(judge, pairs, dataset, exact).set_index("condition")
+        same = detect.judge_panels(judge, pairs, dataset, dataclasses.replace(exact, panel_offset=0.0))
+    one, independent, shared = detect.PANEL_CONDITIONS
+    assert (
+        p.loc[[one, independent], ["acc3", "kappa", "consistency", "bias", "excluded"]].to_numpy().tolist()
+        == [[1.0, 1.0, 1.0, 0.0, 0]] * 2
+    )
+    g = pairs.pairs["g"].to_numpy(dtype=float)
+    assert p.loc[shared, "bias"] == pytest.approx(np.mean(np.minimum(g + 1, 5) - g))
+    assert p.loc[shared, "acc3"] < 1.0
+    numbers = same.drop(columns="condition").to_numpy()
+    assert (numbers[1] == numbers[2]).all()

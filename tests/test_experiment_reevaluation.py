@@ -11,18 +11,19 @@ from recjudge_utils.experiments import reevaluation
 from recjudge_utils.experiments.reevaluation import (
     ReevaluationConfig,
     ReevaluationData,
+    accuracy_serendipity_rho,
     prepare_folds,
 )
 from recjudge_utils.experiments.steps import judge_recommendations
+from recjudge_utils.metrics.correlation import spearman_ci
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics, summarise
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.training import training_frame
-from recjudge_utils.reporting.paper import paper_table
 from recjudge_utils.reporting.reevaluation import (
     SERENDIPITY,
     observations,
     paper_table3,
-    spearman_ci,
     split_text,
     table3_frame,
     tuning_table,
@@ -238,7 +239,10 @@ def _summary(values):
 
 
 def test_observations_follow_the_numbers():
-    one_wins = observations(_summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)}))
+    one_wins = observations(
+        _summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)}),
+        rho=accuracy_serendipity_rho(_summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)})),
+    )
     assert any("best on every metric" in line and "BPRMF" in line for line in one_wins)
     assert any("above Random's: BPRMF, KFN" in line for line in one_wins)
     # only KFN's 2.2 is in 2.1-2.4; by CI (+-0.5) BPRMF's [2.5, 3.5] is outside and the others straddle a bound
@@ -246,7 +250,10 @@ def test_observations_follow_the_numbers():
         "1 of 3 RSs' point estimates inside" in line and "0 inside, 1 outside, 2 straddle" in line for line in one_wins
     )
     assert any("Spearman correlation across the 3 RSs" in line and "no interval: n < 4" in line for line in one_wins)
-    split = observations(_summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)}))
+    split = observations(
+        _summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)}),
+        rho=accuracy_serendipity_rho(_summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)})),
+    )
     assert any("no single RS is best on every metric" in line for line in split)
     assert any("above Random's: PURS" in line for line in split)
 
@@ -254,7 +261,7 @@ def test_observations_follow_the_numbers():
 def test_a_win_is_clear_only_above_every_other_rs_ci():
     summary = _summary({"bprmf": (9, 9, 2.0), "kfn": (7, 7, 2.0), "purs": (6, 6, 2.0)})
     summary.loc[summary["rs"] == "purs", ["p_ser_lo", "p_ser_hi"]] = [3.0, 9.0]  # below the runner-up, wide CI
-    lines = observations(summary)
+    lines = observations(summary, rho=accuracy_serendipity_rho(summary))
     assert "best on Precision_ser@k: BPRMF (its CI overlaps that of PURS: not a clear win)" in lines
     assert "best on Precision_acc@k: BPRMF (its CI is above every other RS's CI)" in lines
 
@@ -264,7 +271,7 @@ def test_no_ci_prose_without_a_ci():
     for m in ("p_ser", "n_ser", "avg"):
         summary[[f"{m}_lo", f"{m}_hi"]] = np.nan
     summary["users_judged"] = 1
-    lines = observations(summary)
+    lines = observations(summary, rho=accuracy_serendipity_rho(summary))
     ser = [line for line in lines if line.startswith(("best on Precision_ser", "best on NDCG_ser", "best on Avg"))]
     assert len(ser) == 3 and all("no CI with 1 user(s)" in line and "overlap" not in line for line in ser)
     assert any("Random's Precision_ser has no CI" in line for line in lines)
@@ -272,13 +279,53 @@ def test_no_ci_prose_without_a_ci():
     assert any("2 of 4 RSs' point estimates inside" in line and "no count by CI" in line for line in lines)
 
 
+def test_avg_band_counts_point_estimates_and_intervals_against_the_papers_range():
+    # BPRMF [2.5, 3.5] lies outside 2.1-2.4, KFN [1.7, 2.7] and Random [1.5, 2.5] straddle it; only KFN's 2.2 is inside
+    summary = _summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 3, 2.2)})
+    band = reevaluation.avg_band(summary)
+    assert band == {"n": 3, "points_inside": 1, "with_ci": 3, "inside": 0, "outside": 1, "straddle": 2, "users": 2}
+    narrow = summary.assign(avg_lo=summary["avg"] - 0.05, avg_hi=summary["avg"] + 0.05)
+    assert reevaluation.avg_band(narrow)["inside"] == 1  # KFN [2.15, 2.25]
+    assert reevaluation.avg_band(narrow, band=(1.0, 4.0))["inside"] == 3
+    summary.loc[summary["rs"] == "kfn", ["avg_lo", "avg_hi"]] = np.nan
+    summary.loc[summary["rs"] == "random", "avg"] = np.nan
+    assert reevaluation.avg_band(summary) == {
+        "n": 2, "points_inside": 1, "with_ci": 1, "inside": 0, "outside": 1, "straddle": 0, "users": 2
+    }  # fmt: skip
+
+
+def test_random_floor_names_the_rss_whose_interval_lies_above_randoms():
+    floor = reevaluation.random_floor(_summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0), "kfn": (2, 1.6, 2.2)}))
+    assert floor == reevaluation.RandomFloor(users=2, has_ci=True, above=["bprmf"])  # KFN [1.1, 2.1] reaches 1.5
+    touching = reevaluation.random_floor(_summary({"random": (1, 1, 2.0), "kfn": (2, 2.0, 2.2)}))
+    assert touching is not None and touching.above == []  # KFN's lower bound 1.5 equals Random's upper one
+    no_ci = _summary({"bprmf": (9, 9, 3.0), "random": (1, 1, 2.0)})
+    no_ci.loc[no_ci["rs"] == "random", ["p_ser_lo", "p_ser_hi"]] = np.nan
+    assert reevaluation.random_floor(no_ci) == reevaluation.RandomFloor(users=2, has_ci=False, above=[])
+    assert reevaluation.random_floor(_summary({"bprmf": (9, 9, 3.0), "kfn": (1, 1, 2.0)})) is None  # no Random
+    assert reevaluation.random_floor(_summary({"random": (1, 1, 2.0)})) is None  # nothing to compare
+
+
+def test_score_counts_match_a_count_by_hand():
+    judgments = pd.DataFrame({"score": [5, 2, 5, None, 4, 5, "x", 2]})
+    counts = reevaluation.score_counts(judgments)
+    assert (counts.n, counts.total) == (6, 8)
+    assert counts.levels.to_dict() == {1: 0, 2: 2, 3: 0, 4: 1, 5: 3}
+    assert counts.top == 5 and counts.top_share == pytest.approx(50.0)
+    assert counts.high_share == pytest.approx(100 * 4 / 6)
+    empty = reevaluation.score_counts(pd.DataFrame({"score": [None, None]}))
+    assert (empty.n, empty.total, int(empty.levels.sum())) == (0, 2, 0) and np.isnan(empty.top_share)
+    assert reevaluation.score_counts(pd.DataFrame()).total == 0
+
+
 def test_spearman_across_rss_has_its_fisher_z_interval():
     values = {"bprmf": (9, 8, 2.3), "sasrec": (7, 9, 2.3), "kfn": (1, 2, 2.3), "uaum": (6, 5, 2.3), "purs": (3, 1, 2.3)}
-    rho, lo, hi, n = spearman_ci(pd.Series([v[0] for v in values.values()]), pd.Series([v[1] for v in values.values()]))
+    correlation = spearman_ci(pd.Series([v[0] for v in values.values()]), pd.Series([v[1] for v in values.values()]))
+    rho, lo, hi, n = correlation
     assert n == 5 and rho == pytest.approx(0.8)
     half = 1.959963984540054 * np.sqrt(1.06 / 2)
     assert (lo, hi) == pytest.approx((np.tanh(np.arctanh(0.8) - half), np.tanh(np.arctanh(0.8) + half)))
-    [line] = [line for line in observations(_summary(values)) if line.startswith("Spearman")]
+    [line] = [line for line in observations(_summary(values), rho=correlation) if line.startswith("Spearman")]
     assert f"0.80, 95% CI [{lo:.2f}, {hi:.2f}]" in line and "n = 5 RSs" in line
 
 

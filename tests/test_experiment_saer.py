@@ -1,6 +1,7 @@
 """SAER's experiment (``saer.run``) with the shared scripted judge: numbers equal to those of the code before the
 one-experiment-shape refactor (recorded from it), CIs as numbers, and what the swap, the adversarial test and the
-copy check show about biased judges."""
+copy check show about biased judges; every number chapter 4 shows is computed here (the paper's Wilson intervals
+against statsmodels, the kappa exercise against scikit-learn), and the held-out split is ``split_last_n``'s."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.proportion import proportion_confint
 from test_protocol_saer import _toy_items, paper_table
 
 from recjudge_utils.data import Dataset
@@ -20,21 +23,19 @@ from recjudge_utils.experiments import saer
 from recjudge_utils.experiments.saer import SaerConfig, sample_customers
 from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.judge.types import JudgeRequest
+from recjudge_utils.metrics.agreement import POINTWISE_LABELS
 from recjudge_utils.protocols.context.saer import Catalogue
 from recjudge_utils.protocols.saer import few_shot_answers, load_template
 from recjudge_utils.reporting.saer import (
     agreement_table,
     consistency_table,
     context_note,
-    copied_from_examples,
-    flagged_summary,
-    observations,
+    run_notes,
     table1,
     table2,
     table3,
-    time_cost,
-    unparsed_summary,
 )
+from recjudge_utils.splitting.temporal import split_last_n
 
 DAY = 86400
 WORDS = "word-counts"  # the cheap offline encoder: no MiniLM in tests
@@ -83,27 +84,40 @@ def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_jud
     # Table 1: everything Partial
     partial = run.labels.loc[run.labels["category"] == "Partial Match"]
     assert partial["pct"].tolist() == [100.0, 100.0] and (run.labels["n_unparsed"] == 0).all()
-    t1 = table1(run)
+    t1 = table1(run).data
     assert t1.loc[t1["Label"] == "Partial Match", "Ours, % [95 % CI]"].str.startswith("100.0 [").all()
     assert t1["Algorithm (judged lists)"].str.endswith("(9 lists)").all()
     assert t1["Paper: SAER %"].tolist() == paper_table("table1")["saer_pct"].tolist()
-    fl = flagged_summary(run)
-    assert fl["Flagged items per list (mean)"].tolist() == [1.0, 1.0]
+    # every list flags its item 2: one flag per list, the items most often second in a list come first
+    fl = run.flagged.set_index("algorithm")
+    assert fl["flagged_mean"].tolist() == [1.0, 1.0] and fl["flagged_%"].tolist() == [100.0, 100.0]
+    for alg, most in fl["most"].items():
+        second = pd.Series([run.panel.lists[alg][u][1] for u in run.panel.users]).value_counts()
+        assert [count for _, count in most] == second.sort_values(ascending=False).tolist()[:3]
+        assert {item for item, _ in most} <= set(second.index)
     # Table 2: raw rates split 50/50 by position; the swap turns every pair into a tie
     raw, adj = run.verdicts.iloc[0], run.verdicts.iloc[1]
     assert raw["cooccurrence_win_%"] == 50.0 and raw["embedding_win_%"] == 50.0
     assert adj["tie_%"] == 100.0
-    t2 = table2(run).set_index(["Verdicts", "Source"])
+    t2 = table2(run).data.set_index(["Verdicts", "Source"])
     assert t2.loc[("raw calls", "ours"), "Co-occurrence wins %"].startswith("50.0 [")
     assert t2.loc[("adjudicated pairs", "ours"), "Ties %"].startswith("100.0 [")
     assert t2.loc[("adjudicated pairs", "paper"), "Ties %"] == "15.5"
-    assert consistency_table(run).iloc[0]["Ours"].startswith("0 of 9: 0.0 [0.0, ")
+    assert consistency_table(run).data.iloc[0]["Ours"].startswith("0 of 9: 0.0 [0.0, ")
     assert (run.adjudicated["consistent"] == False).all()  # noqa: E712
+    # what the two orders said: the first-shown list won both times for every customer
+    assert run.orders["count"].to_dict() == dict.fromkeys(saer.ORDER_OUTCOMES, 0) | {
+        "first-shown list won both times": 9,
+        "unjudged": 0,
+    }
+    assert run.orders.loc["first-shown list won both times", "pct"] == 100.0
     # Table 3: "correct" exactly when the genuine list happened to be shown first
     adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
     expected = 100 * float((adv["genuine_position"] == 1).mean())
-    assert run.detection.set_index("prompt_version").loc["v3", "correct_%"] == pytest.approx(expected)
-    t3 = table3(run).set_index(["Evaluator", "Source"])
+    det = run.detection.set_index("prompt_version")
+    assert det.loc["v3", "correct_%"] == pytest.approx(expected)
+    assert det.loc["v3", "genuine_first_%"] == det.loc["v3", "genuine_first_parsed_%"] == pytest.approx(expected)
+    t3 = table3(run).data.set_index(["Evaluator", "Source"])
     row = t3.loc[("SAER refined prompt (v3)", "ours")]
     assert row["Correct %"].startswith(f"{expected:.1f} [") and row["Named Set 1 %"] == "100.0"
     assert t3.loc[("SAER refined prompt (v3)", "paper"), "Correct %"] == "91.0"
@@ -114,13 +128,20 @@ def test_run_with_position_biased_judge_shows_what_the_swap_reveals(scripted_jud
     assert pw["raw_agreement_%"] == 100.0 and np.isnan(pw["kappa_w"])
     orders = ag.loc[ag["task"] == "pairwise"].iloc[0]
     assert orders["raw_agreement_%"] == 0.0 and orders["kappa_w"] == pytest.approx(0.0)  # constant vs constant
-    shown = agreement_table(run)
+    shown = agreement_table(run).data
     ours = shown.loc[shown["Source"] == "ours"].set_index("Task")
     assert ours.loc["pairwise", "Weighted κ [95 % CI]"].startswith("0.00 [")
     assert ours.loc["pointwise", "Weighted κ [95 % CI]"] == "n/a"
-    tc = time_cost(run)
-    assert tc.iloc[0, 1].startswith("72 (72 fresh")
-    assert unparsed_summary(run)["Unparsed"].sum() == 0
+    frames = (run.pointwise, run.pairwise, run.adversarial)
+    cost = run.cost
+    assert (cost.calls, cost.fresh) == (72, 72)
+    assert cost.prompt_tokens == sum(int(f["prompt_tokens"].sum()) for f in frames)
+    assert cost.per_call_s == pytest.approx(pd.concat(frames)["latency_s"].mean())
+    assert cost.paper_minutes == pytest.approx(saer.PAPER_CALLS * cost.per_call_s / 60)
+    assert cost.judge_s == pytest.approx(sum(v for k, v in run.timings.items() if k.startswith("judge ")))
+    assert run.answers[["unparsed", "errors"]].sum().sum() == 0 and run.answers["reason"].isna().all()
+    assert run.answers["calls"].tolist() == [18, 18, 18, 9, 9]  # pointwise v1, v3, pairwise v3, adversarial v1, v3
+    assert run.top_label == ("Partial Match", 18)  # the main prompt's labels
 
 
 def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
@@ -154,11 +175,13 @@ def test_run_with_content_aware_judge_and_unparsed_answers(scripted_judge):
     pw = run.pointwise
     v1 = pw.loc[pw["prompt_version"] == "v1"]
     assert (v1["status"] == "unparsed").all() and v1["category"].isna().all()
-    summary = unparsed_summary(run).set_index(["Task", "Prompt"])
-    assert summary.loc[("pointwise", "v1"), "Unparsed"] == 16
-    assert summary.loc[("pointwise", "v3"), "Unparsed"] == 0
+    summary = run.answers.set_index(["task", "prompt_version"])
+    assert summary.loc[("pointwise", "v1"), "unparsed"] == 16
+    assert summary.loc[("pointwise", "v1"), "raw"] == "I think it is fine."  # the first answer that did not parse
+    assert summary.loc[("pointwise", "v1"), "reason"].startswith("no REASONING")
+    assert summary.loc[("pointwise", "v3"), "unparsed"] == 0 and pd.isna(summary.loc[("pointwise", "v3"), "raw"])
     assert run.agreements.loc[run.agreements["task"] == "pointwise", "n_both_parsed"].iloc[0] == 0  # nothing imputed
-    ag = agreement_table(run)
+    ag = agreement_table(run).data
     assert ag.loc[(ag["Task"] == "pointwise") & (ag["Source"] == "ours"), "Cases"].iloc[0] == "0"
 
 
@@ -191,12 +214,13 @@ def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge
         _toy_dataset(),
         SaerConfig(n_customers=4, prompt_versions=("v1", "v3"), n_boot=50, pointwise_ablation=True, encoder=WORDS),
     )
-    cp = copied_from_examples(run).set_index(["Task", "Prompt"])
-    col = "Repeating ≥ 40 characters of an example"
-    assert cp.loc[("pairwise", "v3"), col] == 8 and cp.loc[("adversarial", "v3"), col] == 4
-    assert cp.loc[("pointwise", "v3"), col] == 0
-    assert cp.loc[("adversarial", "v1"), "Few-shot answers"] == 0 and cp.loc[("adversarial", "v1"), col] == 0
-    text = " ".join(observations(run))
+    cp = run.copied.set_index(["task", "prompt_version"])
+    assert cp.loc[("pairwise", "v3"), "copied"] == 8 and cp.loc[("adversarial", "v3"), "copied"] == 4
+    assert cp.loc[("pointwise", "v3"), ["shots", "parsed", "copied"]].tolist() == [5, 8, 0]
+    assert cp.loc[("adversarial", "v1"), "shots"] == 0 and cp.loc[("adversarial", "v1"), "copied"] == 0
+    cons = run.position.loc["position consistency"]
+    assert (cons["count"], cons["n"]) == (4, 4) and run.orders.loc["tie in both orders", "count"] == 4
+    text = run_notes(run).text
     assert "Both presentation orders agreed for 4 of 4" in text
     assert "4 of the consistent verdicts were 'Tie' in both orders" in text
 
@@ -236,7 +260,7 @@ def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path, scripte
     assert "Bought but disliked (reviewed 1-2 stars)" in body
     # products without a title in the metadata are named by their ASIN, never given an invented title
     assert any("untitled product P0" in r.messages[-1]["content"] for r in _requests(client))
-    assert len(table1(run)) == 6
+    assert len(table1(run).data) == 6
 
 
 def truth_judge(req: JudgeRequest) -> str:
@@ -301,7 +325,7 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     )
     assert ag["kappa_lo"].round(2).tolist() == [0.63, 0.63, 1.0, 0.0, -0.62, -0.62, 1.0]
     assert ag["raw_lo"].round(1).tolist() == [61.1, 61.1, 100.0, 10.8, 21.9, 21.9, 100.0]
-    assert agreement_table(run)["Weighted κ [95 % CI]"].iloc[0] == "0.87 [0.63, 1.00]"
+    assert agreement_table(run).data["Weighted κ [95 % CI]"].iloc[0] == "0.87 [0.63, 1.00]"
     for frame, value, low, high in (
         (run.labels, "pct", "low", "high"),
         (run.verdicts, "tie_%", "tie_lo", "tie_hi"),
@@ -387,7 +411,7 @@ def test_both_recommenders_learn_from_purchases_and_a_disliked_item_seeds_nothin
     inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
     ds = Dataset("toy", inter, _two_genre_items(8), None, label="toy (stand-in)", is_real=False, source="test")
     cfg = SaerConfig(n_customers=2, min_interactions=2, heldout=0, encoder=WORDS)
-    models = saer.fit_recommenders(ds, inter, cfg)
+    models = {alg: fit.model for alg, fit in saer.fit_recommenders(ds, inter, cfg).items()}
     bought = {(u, i) for u, i, r, _ in rows if r >= 3}
     for model in models.values():
         matrix = model.train_matrix.tocoo()
@@ -404,3 +428,117 @@ def test_both_recommenders_learn_from_purchases_and_a_disliked_item_seeds_nothin
     assert lists["co-occurrence"][1][0] == 4
     for per_user in lists.values():
         assert not {1, 2} & set(per_user[1]) and len(per_user[1]) == 3  # nothing rated comes back, disliked included
+
+
+def test_the_held_out_split_is_split_last_n_for_the_sampled_customers_only():
+    """Issue 30, item 4: one held-out split. SAER's was a copy of ``split_last_n`` restricted to its customers; the
+    loaders give interactions sorted by (user, timestamp, item), which is the order ``split_last_n`` returns, so the
+    visible rows reach the contexts and the recommenders in the same order as before."""
+    rng = np.random.default_rng(3)
+    times = {u: rng.integers(0, 4, 8) for u in (1, 2, 3)}  # few distinct times: ties that the item breaks
+    rows = [(u, i, 4.0, 1_000 + int(times[u][i - 1])) for u in (1, 2, 3) for i in range(1, 9)]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).sample(frac=1.0, random_state=0)
+    visible, future = split_last_n(inter, 3, min_train=1, users=[1, 3])
+    assert set(future["user"]) == {1, 3} and len(future) == 6  # user 2 keeps every interaction
+    for u in (1, 3):
+        last = inter.loc[inter["user"] == u].sort_values(["timestamp", "item"]).tail(3)
+        assert set(future.loc[future["user"] == u, "item"]) == set(last["item"])  # ties in time broken by item
+    assert len(visible) + len(future) == len(inter)
+    assert visible.equals(visible.sort_values(["user", "timestamp", "item"]).reset_index(drop=True))
+    assert split_last_n(inter, 4)[1].empty  # 8 interactions are fewer than n_test + min_train (4 + 5)
+    # the panel holds out exactly that future: no held-out item in a context, the rest of the window in it
+    ds = _toy_dataset()
+    cfg = SaerConfig(n_customers=5, n_boot=10, encoder=WORDS, heldout=saer.SIM_HELDOUT)
+    panel = saer.build_panel(ds, cfg)
+    visible, future = split_last_n(ds.interactions, saer.SIM_HELDOUT, min_train=1, users=panel.users)
+    for u in panel.users:
+        ctx = panel.contexts[u]
+        shown = {i for i, _, _ in (*ctx.history, *ctx.disliked)}
+        assert not shown & set(future.loc[future["user"] == u, "item"])
+        assert ctx.window_end == int(visible.loc[visible["user"] == u, "timestamp"].max())
+
+
+def test_paper_shares_are_wilson_intervals_of_the_printed_counts():
+    """The paper prints shares without intervals: each one's count is share x sample size, its interval Wilson's
+    (statsmodels' proportion_confint as the reference)."""
+    paper = saer.paper_shares()
+    assert (paper.loc["position consistency", "count"], paper.loc["position consistency", "n"]) == (176, 200)
+    assert paper.loc["Good Match, co-occurrence", ["value", "count", "n"]].tolist() == [12.5, 25, saer.PAPER_LISTS]
+    assert paper.loc["adversarial correct, v3", ["value", "count", "n"]].tolist() == [91.0, 91, 100]
+    assert paper.loc["adversarial correct, Human Annotator B", "value"] == 73.0
+    assert paper.loc["adjudicated ties", ["value", "n"]].tolist() == [15.5, 200]
+    assert len(paper) == 2 + 3 + 1 + 5
+    for _, row in paper.iterrows():
+        low, high = proportion_confint(row["count"], row["n"], method="wilson")
+        assert (row["low"], row["high"]) == pytest.approx((100 * low, 100 * high))
+        assert row["count"] == round(row["value"] * row["n"] / 100)
+
+
+def test_headline_puts_the_runs_shares_beside_the_papers(scripted_judge):
+    run = saer.run(scripted_judge(_always_set_1), _toy_dataset(), SaerConfig(n_customers=6, n_boot=20, encoder=WORDS))
+    frame = run.headline()
+    measures = ["Good Match, co-occurrence", "Good Match, embedding", "adjudicated co-occurrence wins",
+                "adjudicated embedding wins", "adjudicated ties", "position consistency",
+                *(f"adversarial correct, {v}" for v in run.config.prompt_versions)]  # fmt: skip
+    assert frame["measure"].tolist() == [m for m in measures for _ in range(2)]
+    assert frame["source"].tolist() == ["ours", "paper"] * len(measures)
+    paper = frame.loc[frame["source"] == "paper"].set_index("measure")[["value", "low", "high"]]
+    pd.testing.assert_frame_equal(paper, run.paper.loc[measures, ["value", "low", "high"]], check_names=False)
+    ours = frame.loc[frame["source"] == "ours"].set_index("measure")
+    cons = run.position.loc["position consistency"]
+    assert ours.loc["position consistency", ["value", "low", "high"]].tolist() == [
+        cons["pct"],
+        cons["low"],
+        cons["high"],
+    ]
+    assert ours.loc["adjudicated ties", "value"] == run.verdicts.iloc[1]["tie_%"] == 100.0
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        saer.KAPPA_EXERCISE,
+        (
+            ["Poor Match", "Good Match", "Good Match", "Partial Match"],
+            ["Poor Match", "Good Match", "Poor Match", "Partial Match"],
+        ),
+    ],
+)
+def test_kappa_by_hand_is_scikit_learns_quadratic_kappa(a, b):
+    k = saer.kappa_by_hand(a, b)
+    expected = cohen_kappa_score(a, b, labels=list(POINTWISE_LABELS), weights="quadratic")
+    assert k.kappa == pytest.approx(expected) and k.package == pytest.approx(expected)
+    assert k.costs == [(x - y) ** 2 for x, y in zip(k.codes_a, k.codes_b, strict=True)]
+    assert k.observed == pytest.approx(np.mean(k.costs)) and k.kappa == pytest.approx(1 - k.observed / k.expected)
+    assert sum(k.shares_a) == pytest.approx(1.0) and k.codes_a == [list(POINTWISE_LABELS).index(v) for v in a]
+    changes = [
+        cohen_kappa_score(a, [*b[:i], label, *b[i + 1 :]], labels=list(POINTWISE_LABELS), weights="quadratic")
+        for i in range(len(b))
+        for label in POINTWISE_LABELS
+        if label != b[i]
+    ]
+    assert k.n_changes == len(changes) == 2 * len(b)
+    assert k.worst == pytest.approx(np.nanmin(changes))
+    changed = [*b[: k.where], k.to, *b[k.where + 1 :]]
+    assert cohen_kappa_score(a, changed, labels=list(POINTWISE_LABELS), weights="quadratic") == pytest.approx(k.worst)
+    assert k.steps_after == abs(list(POINTWISE_LABELS).index(k.to) - k.codes_a[k.where])
+
+
+def test_the_always_set_1_line_counts_every_pair_and_the_note_the_parsed_ones(scripted_judge):
+    """What a judge always naming Set 1 scores (the figure's line) is the share of all pairs showing the genuine list
+    first; the note beside the judge's own correct share counts the pairs whose answer parsed, as that share does."""
+
+    def answer(req: JudgeRequest) -> str:
+        meta = dict(req.metadata or {})
+        if meta.get("task") == "adversarial" and int(meta["user"]) % 3 == 0:
+            return "no idea"
+        return _always_set_1(req)
+
+    run = saer.run(scripted_judge(answer), _toy_dataset(), SaerConfig(n_customers=12, n_boot=10, encoder=WORDS))
+    adv = run.adversarial.loc[run.adversarial["prompt_version"] == "v3"]
+    parsed = adv.loc[adv["status"] == "parsed"]
+    det = run.detection.set_index("prompt_version").loc["v3"]
+    assert det["genuine_first_%"] == pytest.approx(100 * (adv["genuine_position"] == 1).mean())
+    assert det["genuine_first_parsed_%"] == pytest.approx(100 * (parsed["genuine_position"] == 1).mean())
+    assert det["genuine_first_%"] != det["genuine_first_parsed_%"]  # the two differ on this panel
+    assert det["correct_%"] == det["genuine_first_parsed_%"]  # always Set 1: correct exactly when shown first

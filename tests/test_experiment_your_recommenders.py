@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -322,3 +323,79 @@ def test_chapter_7_judges_with_chapter_1s_examples_and_keeps_its_users(world: di
     assert redrawn.examples_source is not None and redrawn.examples_source.origin == "fresh draw"
     assert users[0] not in set(redrawn.examples_source.examples["user"])
     assert redrawn.panel.users == run.panel.users == users
+
+
+def test_distinct_resamples_count_the_multisets_a_bootstrap_can_draw() -> None:
+    from itertools import combinations_with_replacement
+
+    for n in range(1, 7):
+        assert ours.distinct_resamples(n) == len(list(combinations_with_replacement(range(n), n)))
+    assert ours.distinct_resamples(3) == 10 and ours.distinct_resamples(0) == 0
+
+
+def constructed_run(duels: pd.DataFrame, separation: pd.DataFrame, taus: pd.DataFrame) -> ours.YourRecommendersRun:
+    """A run holding only what the Run's own statistics read: the systems, the duels, the separation, the taus."""
+    systems = ["a", "b", "c"]
+    panel = ours.Panel([1, 2], systems, {s: {} for s in systems}, {s: {} for s in systems})
+    empty = pd.DataFrame()
+    return ours.YourRecommendersRun(
+        config=ours.YourRecommendersConfig(protocols=("arena",)), judge_name="j", data_label="d", panel=panel,
+        judgments={}, matrices={}, summary=empty, taus=taus, separation=separation, duels=duels,
+        serendipity_per_user=empty,
+    )  # fmt: skip
+
+
+def counted_run(duels: bool = True) -> ours.YourRecommendersRun:
+    """Three systems, Arena and the offline metrics: duels with and without verdicts, two separated Arena pairs, one
+    computable tau."""
+    measures = ["arena", *ours.OFFLINE]
+    duel_rows = [(1, "a", "b", "win"), (2, "a", "b", "tie"), (3, "a", "b", None), (1, "a", "c", None),
+                 (2, "b", "c", "lose")]  # fmt: skip
+    separation = pd.DataFrame(
+        [("arena", "a", "b", 0.4, True), ("arena", "a", "c", -0.2, True), ("arena", "b", "c", 0.1, False)]
+        + [(m, x, y, 0.0, False) for m in ours.OFFLINE for x, y in (("a", "b"), ("a", "c"), ("b", "c"))],
+        columns=["measure", "a", "b", "difference", "separated"],
+    )
+    taus = pd.DataFrame(
+        [{"a": a, "b": b, "tau": 0.5 if (a, b) == ("arena", "precision") else np.nan} for i, a in enumerate(measures)
+         for b in measures[i + 1 :]]
+    )  # fmt: skip
+    frame = pd.DataFrame(duel_rows if duels else [], columns=["user", "x", "y", "overall"])
+    return constructed_run(frame, separation, taus)
+
+
+def test_the_runs_duel_points_separated_pairs_and_tau_matrix() -> None:
+    run, measures = counted_run(), ["arena", *ours.OFFLINE]
+    points = run.duel_points().set_index(["x", "y"])
+    # a against b: a win and a tie over two verdicts (the third duel has none): (1 + 0.5) / 2
+    assert points.loc[("a", "b")].tolist() == [0.75, 2, 3]
+    assert np.isnan(points.loc[("a", "c"), "share"]) and points.loc[("a", "c"), "n"] == 0
+    assert points.loc[("b", "c"), "share"] == 0.0
+    assert counted_run(duels=False).duel_points().empty
+    counts = run.separated_counts()
+    assert list(counts.index) == measures and run.system_pairs == 3
+    assert counts.loc["arena", "separated"] == 2 and counts.loc["arena", "pairs"] == 3
+    assert counts.loc["arena", "which"] == [("a", "b"), ("c", "a")]  # the higher first
+    assert counts.loc["precision", "which"] == []
+    matrix = run.tau_matrix()
+    assert list(matrix.index) == list(matrix.columns) == measures
+    assert matrix.loc["arena", "precision"] == matrix.loc["precision", "arena"] == 0.5
+    assert (np.diag(matrix.to_numpy()) == 1.0).all() and np.isnan(matrix.loc["recall", "ndcg"])
+
+
+def test_unparsed_answers_are_counted_per_protocol_and_reason() -> None:
+    run = counted_run()
+    arena_calls = pd.DataFrame(
+        {"status": ["parsed", "unparsed", "unparsed", "error", "unparsed"],
+         "reason": [None, "no JSON", "no JSON", "timeout", None],
+         "raw_text": ["ok", "x" * 200, "line\nbreak", None, None]}
+    )  # fmt: skip
+    saer_calls = pd.DataFrame({"status": ["parsed"], "reason": [None], "raw_text": ["fine"]})
+    run = dataclasses.replace(run, judgments={"arena": arena_calls, "saer": saer_calls})
+    unparsed = run.unparsed(examples=1)
+    assert unparsed[["protocol", "reason", "bad", "total"]].values.tolist() == [
+        ["arena", "no JSON", 2, 5], ["arena", "timeout", 1, 5], ["arena", "", 1, 5]
+    ]  # fmt: skip
+    assert unparsed["raw"].tolist() == [["x" * 160], [], []]  # the first example only, cut at 160 characters
+    assert run.unparsed()["raw"].iloc[0] == ["x" * 160, "line break"]  # on one line
+    assert dataclasses.replace(run, judgments={"saer": saer_calls}).unparsed().empty

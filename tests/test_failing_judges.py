@@ -26,6 +26,7 @@ from recjudge_utils.experiments.prompt_selection import select_template
 from recjudge_utils.judge.backends.sim import SIMULATED_FAILURE, SimulatedJudge
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import load_profile
+from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.judge.types import make_request
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.pairwise import wtl_summary
@@ -33,7 +34,7 @@ from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
 from recjudge_utils.paths import project_root
 from recjudge_utils.prompts import load_prompt
 from recjudge_utils.protocols.pointwise_score import PAPER_TEMPLATE, choose_template, save_selected_template
-from recjudge_utils.reporting.answer_health import AnswerHealth, unanswerable_warning
+from recjudge_utils.reporting.answer_health import health_sentence, unanswerable_warning
 from recjudge_utils.reporting.figures import forest_plot
 
 ROOT = project_root()
@@ -44,12 +45,12 @@ def test_health_sentence_counts_and_groups_reasons_without_the_quoted_answers() 
     reasons = [f"no JSON object found in answer: 'prose {i}'" for i in range(30)] + ["HTTP 400: bad request"] * 2
     health = AnswerHealth.count(["unparsed"] * 30 + ["error"] * 2 + ["parsed"] * 8, reasons + [None] * 8)
     assert (health.n, health.parsed, health.unparsed, health.errors) == (40, 8, 30, 2)
-    assert health.sentence() == (
+    assert health_sentence(health) == (
         "8 of 40 answers could be read; the other 32 (30 unparsed, 2 failed calls): "
         "30 × no JSON object found in answer; 2 × HTTP 400: bad request."
     )
-    assert AnswerHealth.count(["parsed"] * 3).sentence() == "3 of 3 answers could be read."
-    assert AnswerHealth.count([]).sentence() == "No answers were asked for."
+    assert health_sentence(AnswerHealth.count(["parsed"] * 3)) == "3 of 3 answers could be read."
+    assert health_sentence(AnswerHealth.count([])) == "No answers were asked for."
     assert AnswerHealth.count(["unparsed"]).nothing_usable and not AnswerHealth.count(["parsed"]).nothing_usable
     with pytest.raises(ValueError, match="unknown judgment status"):
         AnswerHealth.count(["maybe"])

@@ -228,6 +228,23 @@ def test_json_schema_rejected_falls_back_to_json_object(make_client):
         assert srv.requests[-1]["response_format"] == {"type": "json_object"}
 
 
+def test_each_request_is_planned_once_unless_an_adaptation_came_between(make_client, monkeypatch):
+    with FakeOpenAIServer(reject_json_schema=True) as srv:
+        client = make_client(srv, max_concurrency=1)
+        planned: list[str] = []
+        plan = type(client.backend).plan
+        monkeypatch.setattr(
+            client.backend, "plan", lambda r: planned.append(r.messages[-1]["content"]) or plan(client.backend, r)
+        )
+        client.judge_many([req(0), req(1), req(2)])
+        # item 0 is planned by the client and again after json_schema is rejected; items 1 and 2 were planned before
+        # that adaptation, so each is planned once more before it is sent, and never a third time
+        assert sorted(planned) == ["item 0", "item 0", "item 1", "item 1", "item 2", "item 2"]
+        planned.clear()
+        client.judge_many([req(3), req(4)])  # planned after the adaptation: once each
+        assert planned == ["item 3", "item 4"]
+
+
 def test_concurrency_is_bounded(make_client):
     with FakeOpenAIServer(latency=0.15) as srv:
         client = make_client(srv, max_concurrency=4)

@@ -21,6 +21,7 @@ from recjudge_utils.answer_formats.arena_verdicts import (
 from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.experiments.arena import arena_table, consistency_table
 from recjudge_utils.metrics.pairwise import adjudicate, q_value, wtl_summary
+from recjudge_utils.paper_tables import paper_table as _paper_table
 from recjudge_utils.prompts import load_prompt
 from recjudge_utils.protocols.arena import (
     AbsoluteJudge,
@@ -30,7 +31,6 @@ from recjudge_utils.protocols.arena import (
 from recjudge_utils.protocols.context import arena
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.pairwise import games, outcome_for_position
-from recjudge_utils.reporting.paper import paper_table as _paper_table
 
 
 def paper_table(n: int) -> pd.DataFrame:

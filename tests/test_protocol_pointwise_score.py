@@ -15,12 +15,12 @@ from conftest import with_label_probs
 
 from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.parsing import ParseError
+from recjudge_utils.data.serendipity2018 import PAPER_G_COUNTS
 from recjudge_utils.judge.profiles import client_for
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols import few_shot
 from recjudge_utils.protocols import pointwise_score as sj
 from recjudge_utils.protocols.context.serendipity import format_item, item_texts
-from recjudge_utils.reporting.paper import paper_table
-from recjudge_utils.reporting.prompt_selection import PAPER_G_DISTRIBUTION
 
 # ----------------------------------------------------------------------------------------------- fixtures
 
@@ -96,7 +96,7 @@ def test_paper_table1_transcription():
     llama = t[t["model"].str.startswith("Llama")].set_index("template")
     assert llama.loc["ls", "accuracy_pct"] == pytest.approx(13.67)
     assert llama.loc["ltm", "mae"] == pytest.approx(1.356)
-    assert sum(PAPER_G_DISTRIBUTION.values()) == 2150
+    assert sum(PAPER_G_COUNTS.values()) == 2150
 
 
 # ----------------------------------------------------------------------------------------------- parsing

@@ -16,6 +16,7 @@ from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.answer_formats.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
 from recjudge_utils.experiments.saer import ALGORITHMS
 from recjudge_utils.metrics.pairwise import conservative
+from recjudge_utils.paper_tables import paper_table as _paper_table
 from recjudge_utils.prompts import PromptFileError, parse_prompt
 from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
 from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, build_context, domain_for, render_list
@@ -28,7 +29,6 @@ from recjudge_utils.protocols.saer import (
     pointwise_request,
     set_position,
 )
-from recjudge_utils.reporting.paper import paper_table as _paper_table
 
 
 def paper_table(name: str) -> pd.DataFrame:

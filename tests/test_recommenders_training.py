@@ -11,7 +11,7 @@ import pytest
 
 from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.artifacts import ArtifactStore
-from recjudge_utils.recommenders.plan_standin import PLAN_ENV, StandInRecommender
+from recjudge_utils.recommenders.plan_standin import StandInRecommender
 from recjudge_utils.recommenders.training import Tuning, train
 
 
@@ -51,7 +51,7 @@ def test_tuned_model_is_stored_and_loaded_without_refit(tmp_path: Path, monkeypa
 
 def test_plan_mode_gives_stand_ins_and_tunes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ArtifactStore(tmp_path / "artifacts")
-    monkeypatch.setenv(PLAN_ENV, str(tmp_path / "plan"))
+    monkeypatch.setenv("RECJUDGE_PLAN", str(tmp_path / "plan"))
     monkeypatch.setattr(training, "tune", no_fit)
     storage = f"sqlite:///{tmp_path / 'optuna.sqlite'}"
     tuned = train("kfn", toy(), None, split={"kind": "toy"}, tuning=Tuning(valid(), 3, storage), store=store)
@@ -67,7 +67,7 @@ def test_plan_mode_gives_stand_ins_and_tunes_nothing(tmp_path: Path, monkeypatch
 def test_plan_mode_loads_a_stored_tuned_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ArtifactStore(tmp_path / "artifacts")
     trained = train("kfn", toy(), None, split={"kind": "toy"}, tuning=Tuning(valid(), 2), store=store)
-    monkeypatch.setenv(PLAN_ENV, str(tmp_path / "plan"))
+    monkeypatch.setenv("RECJUDGE_PLAN", str(tmp_path / "plan"))
     planned = train("kfn", toy(), None, split={"kind": "toy"}, tuning=Tuning(valid(), 2), store=store)
     assert planned.loaded and not isinstance(planned.model, StandInRecommender)
     assert planned.tuning is not None and trained.tuning is not None

@@ -11,18 +11,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np
 import pytest
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
 from recjudge_utils.experiments import arena
 from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.metrics.correlation import pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.protocols.arena import resolve_aspects
 from recjudge_utils.reporting import arena as report
-from recjudge_utils.reporting.display import estimate_cell
-from recjudge_utils.reporting.paper import paper_table
+from recjudge_utils.reporting.cells import estimate_cell
 from tests.test_experiment_arena import toy_dataset
 
 KEYS = [aspect_key(a) for a in resolve_aspects()]
@@ -67,7 +64,7 @@ def _no_index(styler) -> bool:
 
 def test_takeaways_say_what_separating_intervals_allow(scripted_judge):
     run = _run(scripted_judge, taste_judge)
-    q = report.versus_table(run).set_index("x")
+    q = run.versus("adjudicated").set_index("x")
     assert q.loc["pop", "Q_lo"] > 1 and q.loc["random", "Q_hi"] < 1 and q.loc["bprmf", "Q"] == 1.0
     items = report.takeaways_items(run)
     q_line = items[0]
@@ -198,16 +195,17 @@ def test_paper_dataset(dataset: str, expected: str) -> None:
     assert report.paper_dataset(_Run()) == expected  # type: ignore[arg-type]
 
 
-def test_paper_r_rounding_lays_out_the_metrics_range_per_judge_and_dataset() -> None:
-    p1, p2, p3 = paper_table("arena_table1"), paper_table("arena_table2"), paper_table("arena_table3")
-    groups = list(p2.groupby(["llm", "dataset"], sort=False))
-    lines = report.paper_r_rounding(draws=200, seed=1).splitlines()
-    assert len(lines) == len(groups) > 0
-    rng = np.random.default_rng(1)  # one stream across the groups, as the chapter draws them
-    for line, ((llm, dset), block) in zip(lines, groups, strict=True):
-        auc = block["rs"].map(p1[p1["dataset"] == dset].set_index("rs")["auc"]).to_numpy(float)
-        lo, hi = pearson_rounding_range(auc, block["q"].to_numpy(float), draws=200, seed=rng)
-        printed = float(p3.set_index(["llm", "dataset"])["r"][(llm, dset)])
+def test_paper_r_rounding_lays_out_the_runs_numbers_per_judge_and_dataset(scripted_judge) -> None:
+    run = _run(scripted_judge, first_list_judge, recommenders=("fm", "deepfm", "lightgcn"))
+    table = run.paper_correlation
+    lines = report.paper_r_rounding(run).splitlines()
+    assert len(lines) == len(table) == 6
+    for line, r in zip(lines, table.to_dict("records"), strict=True):
+        assert line.startswith(f"- {r['llm']}, {r['dataset']}: ")
         numbers = [float(v) for v in re.findall(r"-?\d+\.\d{4}", line)]
-        assert numbers == pytest.approx([printed, lo, hi], abs=5e-5)
-        assert ("**inside**" in line) == (lo <= printed <= hi)
+        assert numbers == pytest.approx([r["r"], r["r_low"], r["r_high"]], abs=5e-5)
+        assert ("**inside**" in line) == (r["r_low"] <= r["r"] <= r["r_high"])
+    beside = report.paper_table3(run).data
+    assert list(beside.columns) == ["judge", "dataset", "r (printed)", "p (printed)", "r from Tables 1-2",
+                                    "p from Tables 1-2"]  # fmt: skip
+    assert beside["r from Tables 1-2"].tolist() == table["r_recomputed"].tolist()

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from recjudge_utils.reporting.display import estimate_cell
+from recjudge_utils.reporting.cells import estimate_cell
 
 
 @pytest.mark.parametrize(

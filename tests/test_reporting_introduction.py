@@ -1,5 +1,5 @@
-"""The introduction's tables for people (the data, one judgment, the usage footer) and the takeaways of its one
-judgment."""
+"""The introduction's overview of the data (counts checked by hand), its tables for people (the data, one judgment,
+the usage footer) and the takeaways of its one judgment."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 from recjudge_utils.answer_formats.json_levels import levels_parser
 from recjudge_utils.data import Dataset
-from recjudge_utils.experiments.introduction import fit_request
+from recjudge_utils.experiments.introduction import fit_request, overview
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 from recjudge_utils.reporting import introduction as report
-from recjudge_utils.reporting.display import usage_table_for_people
+from recjudge_utils.reporting.tables import usage_table_for_people
 
 
 @pytest.fixture
@@ -37,33 +37,54 @@ def judged(toy: Dataset, **fields: object) -> JudgeResult[dict[str, int]]:
     return JudgeResult(request=fit_request(toy, seed=0, n_history=2), **outcome)  # type: ignore[arg-type]
 
 
+def test_the_overview_counts_what_the_page_shows(toy: Dataset) -> None:
+    view = overview(toy, n_first=2)
+    assert view.statistics["users"] == 2 and view.statistics["interactions"] == 3 and view.label == "toy [STAND-IN]"
+    assert view.ratings.to_dict() == {3.5: 1, 4.0: 1, 5.0: 1}
+    assert view.genres.to_dict() == {"Drama": 2, "Comedy": 1}  # items 10 and 12 are dramas
+    assert view.genre_share.to_dict() == pytest.approx({"Drama": 2 / 3, "Comedy": 1 / 3})
+    assert view.high_share == pytest.approx(2 / 3)  # 5.0 and 4.0 of 5.0, 3.5, 4.0
+    assert view.first["title"].tolist() == ["Alpha", "Beta"]
+    lost = Dataset("toy", toy.interactions, toy.items.iloc[:1], None, label="toy", is_real=False, source="test")
+    unknown = overview(lost)  # ratings of items the catalogue lacks: no title, no genre
+    assert unknown.first["title"].isna().tolist() == [False, True, True] and unknown.genres.to_dict() == {"Drama": 1}
+
+
 def test_the_data_tables_speak_in_words(toy: Dataset) -> None:
-    stats = report.statistics_table(toy).iloc[0]
+    styler = report.statistics_table(overview(toy))
+    stats = styler.data.iloc[0]
+    assert styler.caption == "toy [STAND-IN]: its size"
     assert stats["users"] == "2" and stats["interactions"] == "3" and stats["categories (genres)"] == "2"
     assert stats["density (% of user-item pairs)"] == "50.00"  # 3 of 2 x 3 pairs
-    first = report.first_ratings(toy, n=2)
+    first = report.first_ratings(overview(toy, n_first=2)).data
     assert first["title"].tolist() == ["Alpha", "Beta"] and first["rating (stars)"].tolist() == ["5", "3.5"]
     assert first["rated on (UTC)"].tolist() == ["1970-01-01 00:00", "1970-01-02 00:00"]
-    assert str(report.ratings_sentence(toy)).startswith(
+    lost = Dataset("toy", toy.interactions, toy.items.iloc[:1], None, label="toy", is_real=False, source="test")
+    assert report.first_ratings(overview(lost)).data["title"].tolist()[1] == "(not in the catalogue)"
+    assert str(report.ratings_sentence(overview(toy))).startswith(
         "67 % of the 3 ratings are four stars or more. The genres with the most ratings are Drama (67 %), Comedy (33 %)"
     )
 
 
 def test_one_judgment_as_a_table_and_its_takeaways(toy: Dataset) -> None:
     result = judged(toy)
-    table = report.judgment_table(result, "judge-x").set_index("what")["value"]
+    table = report.judgment_table(result, "judge-x").data.set_index("what")["value"]
     assert table["status"] == "parsed" and table["parsed score"] == "score 4"
     assert table["prompt file"] == "prompts/introduction/fit.md" and "Candidate movie" in table["question"]
     assert "label probabilities" not in table.index
     items = report.takeaways_items(result, "judge-x")
     assert items[0].startswith('The judge, judge-x, answered `{"score": 4}`, which parsed to the score 4')
-    assert any("new call (80 tokens in, 6 out" in item for item in items)
+    assert any("new call (80 tokens in, 6 out, US$ 0.0000)" in item for item in items)
+    unpriced = report.takeaways_items(judged(toy, cost_usd=float("nan")), "judge-x")
+    assert any("out, price unknown for this model)" in item for item in unpriced)
+    failed = report.takeaways_items(judged(toy, status="error", raw_text=None, value=None, reason="HTTP 500"), "j")
+    assert failed[0].startswith("The call to the judge, j, failed (HTTP 500)")
     assert not any("simulated judge" in item for item in items)
 
 
 def test_an_unparsed_or_cached_judgment_is_said_so(toy: Dataset) -> None:
     result = judged(toy, status="unparsed", raw_text="maybe `4`", value=None, reason="no JSON", cache_hit=True)
-    table = report.judgment_table(result, "simulated judge (noise 0.8)").set_index("what")["value"]
+    table = report.judgment_table(result, "simulated judge (noise 0.8)").data.set_index("what")["value"]
     assert table["why it has no score"] == "no JSON" and table["parsed score"] == "none"
     items = report.takeaways_items(result, "simulated judge (noise 0.8)")
     assert "answered `` maybe `4` ``, which did not parse (no JSON)" in items[0]
@@ -73,7 +94,7 @@ def test_an_unparsed_or_cached_judgment_is_said_so(toy: Dataset) -> None:
         for item in items
     )
     probs = judged(toy, label_probs={"4": 0.6, "5": 0.4}, expected_label=4.4)
-    table = report.judgment_table(probs, "j").set_index("what")["value"]
+    table = report.judgment_table(probs, "j").data.set_index("what")["value"]
     assert table["label probabilities"] == "4: 0.600, 5: 0.400" and table["expected score"] == "4.40"
     assert any("expected score is 4.40" in item for item in report.takeaways_items(probs, "j"))
 

@@ -1,277 +1,253 @@
-"""The "Judges compared" chapter's tables: runs found (the running one included and described in words), judges
-named from manifests, usage, agreement, and takeaways that claim only what the intervals allow."""
+"""The "Judges compared" chapter's layout: every run described in words (the running one included), tables that put
+our judges beside the papers', and takeaways that claim only what the intervals allow."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.metrics.agreement import agreement
-from recjudge_utils.reporting import judges_compared as compare
-from recjudge_utils.reporting.results import USAGE_FILE, result, write_results
-
-NOTEBOOK = "01_serendipity_prompt_selection"
-
-
-def judged_run(
-    scripted_judge,
-    runs: Path,
-    name: str,
-    model: str,
-    scores: list[int],
-    finished: bool | None,
-    manifest_judge: str | None = None,
-) -> None:
-    """A run folder with one notebook's results.json and usage.json, and the runner's manifest: the final one
-    (``finished``), the one it writes before the first notebook (False), or none (None)."""
-    judge = scripted_judge(lambda request: json.dumps({"score": scores[int(request.metadata["item"])]}), model=model)
-    requests = [
-        JudgeRequest(({"role": "user", "content": f"item {i}"},), "serendipity/cot", "1", metadata={"item": i})
-        for i in range(len(scores))
-    ]
-    judged = judge.judge_many(requests, lambda text: json.loads(text)["score"])
-    items = [{"template": "cot", "item": i, "label": r.value} for i, r in enumerate(judged)]
-    results = [result("mae", 1.0, 0.5, 1.5, len(scores), "95% percentile bootstrap", template="cot")]
-    write_results(NOTEBOOK, "prompt_selection", judge, "toy data", results, {"scores": items}, runs / name / NOTEBOOK)
-    judge_dict = {"name": manifest_judge or model, "backend": "openai", "model": manifest_judge or model}
-    if finished:
-        final = {"run": name, "judge": judge_dict, "scale": "paper", "parameters": {}, "status": "ok", "seconds": 90}
-        (runs / name / "manifest.json").write_text(json.dumps(final))
-    elif finished is False:  # the runner's manifest before its first notebook: judge, scale, -p parameters
-        started = {"run": name, "judge": judge_dict, "scale": "demo", "parameters": {"top_k": 10}, "status": "running"}
-        (runs / name / "manifest.json").write_text(json.dumps(started | {"seconds": 0.0}))
+from recjudge_utils.experiments.judges_compared import StoredRun, compare, load_runs
+from recjudge_utils.experiments.results import result
+from recjudge_utils.paper_tables import paper_table
+from recjudge_utils.reporting import judges_compared as report
+from tests.test_experiment_judges_compared import NOTEBOOK, judged_run, stored_run
 
 
-def test_the_running_run_is_shown_beside_finished_ones(scripted_judge, isolated_runs: Path) -> None:
+def test_every_run_is_described_in_words(scripted_judge, isolated_runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     judged_run(scripted_judge, isolated_runs, "finished", "judge-a", [1, 2, 3, 4, 5, 5], finished=True)
-    judged_run(scripted_judge, isolated_runs, "running", "judge-b", [1, 2, 3, 4, 4, 5], finished=False)
-    runs = compare.load_runs()
-    assert [r.name for r in runs] == ["finished", "running"]
-    assert str(compare.runs_sentence(runs)) == "2 runs: finished: scripted judge, running: scripted judge"
-    usage = compare.usage_table(runs).set_index("run")
-    assert usage.loc["finished", "judgments"] == "6" and usage.loc["finished", "paid calls"] == "6"
-    assert usage.loc["finished", "wall time (minutes)"] == "1.5"
-    assert usage.loc["running", "wall time (minutes)"] == compare.OTHER_RUN_EXECUTING
-    assert json.loads((isolated_runs / "running" / NOTEBOOK / USAGE_FILE).read_text())["api_calls"] == 6
-    judges = compare.judges_table(runs).set_index("run")
-    assert judges.loc["running", "judge profile"] == "judge-b"
-    assert judges.loc["running", "state"] == "still executing when this page was made"
-    # scale and parameters come from the manifest the runner writes before the first notebook, not from its end
-    assert judges.loc["running", "scale and parameters"] == "demo (each notebook's defaults); top_k = 10"
-    assert judges.loc["finished", "scale and parameters"] == "paper (the papers' sizes); no other parameter set"
-    assert judges.loc["finished", "state"] == "finished"
-    assert "running" not in " ".join(judges["state"])  # never the manifest's status code
-
-
-def test_the_run_executing_this_chapter_is_called_this_run(
-    scripted_judge, isolated_runs: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    judged_run(scripted_judge, isolated_runs, "finished", "judge-a", [1, 2, 3], finished=True)
     judged_run(scripted_judge, isolated_runs, "running", "judge-b", [1, 2, 3], finished=False)
-    assert compare.this_run_folder() is None
-    monkeypatch.setenv("RECJUDGE_RUN_DIR", str(isolated_runs / "running"))  # what the runner sets for its notebooks
-    runs = compare.load_runs()
-    here = compare.this_run_folder()
-    judges = compare.judges_table(runs, here).set_index("run")
-    assert judges.loc["running", "state"] == "this run, still executing when this page was made"
-    assert judges.loc["finished", "state"] == "finished"
-    usage = compare.usage_table(runs, here).set_index("run")
-    assert usage.loc["running", "wall time (minutes)"] == compare.THIS_RUN_EXECUTING
-    notebooks = [{"notebook": "03_recsys_arena.ipynb", "status": "failed"}, {"notebook": "01_x.ipynb", "status": "ok"}]
-    failed = compare.Run("broken", {"judge": {"name": "x"}, "status": "failed", "notebooks": notebooks})
-    assert compare.state_in_words(failed) == "finished; chapter 3 failed"
+    judged_run(scripted_judge, isolated_runs, "other", "judge-c", [1, 2, 3], finished=False)
+    judged_run(scripted_judge, isolated_runs, "no-manifest", "judge-d", [1, 2, 3], finished=None)
+    judged_run(scripted_judge, isolated_runs, "adhoc-x", "judge-e", [1, 2, 3], finished=None)
+    adhoc = {"run": "adhoc-x", "adhoc": True, "judge": {"name": "judge-e", "model": "judge-e"}, "notebooks": []}
+    (isolated_runs / "adhoc-x" / "manifest.json").write_text(json.dumps(adhoc))
+    monkeypatch.setenv("RECJUDGE_RUN_DIR", str(isolated_runs / "running"))  # the runner executes this chapter there
+    runs = load_runs()
+    runs.append(StoredRun("broken", {"judge": {"name": "x"}, "status": "failed",
+                                     "notebooks": [{"notebook": "03_recsys_arena.ipynb", "status": "failed"}]},
+                          runs[0].results))  # fmt: skip
+    c = compare(runs, isolated_runs / "running")
+    table = report.table(c, "runs", styled=False).set_index("run")
+    assert table["state"].to_dict() == {
+        "adhoc-x": "ad hoc: notebooks executed outside the book runner", "finished": "finished",
+        "no-manifest": "unknown (no manifest)", "other": "still executing when this page was made",
+        "running": "this run, still executing when this page was made", "broken": "finished; chapter 3 failed",
+    }  # fmt: skip
+    # scale and parameters come from the manifest the runner writes before the first notebook, not from its end
+    assert table.loc["running", "scale and parameters"] == "demo (each notebook's defaults); top_k = 10"
+    assert table.loc["finished", "scale and parameters"] == "paper (the papers' sizes); no other parameter set"
+    assert table.loc["adhoc-x", "scale and parameters"] == "each notebook's own parameters cell (no runner)"
+    assert table.loc["no-manifest", ["judge profile", "scale and parameters"]].tolist() == ["unknown (no manifest)"] * 2
+    usage = report.table(c, "usage", styled=False).set_index("run")
+    assert usage.loc["finished", ["judgments", "paid calls", "wall time (minutes)"]].tolist() == ["6", "6", "1.5"]
+    assert usage.loc["running", "wall time (minutes)"] == "this run, still executing when this page was made"
+    assert usage.loc["adhoc-x", "wall time (minutes)"] == "not recorded (ad hoc)"
+    assert usage.loc["no-manifest", "wall time (minutes)"] == "not recorded"
+    data = report.table(c, "runs_data", styled=False).set_index("run")
+    assert data.loc["finished"].tolist() == ["scripted judge (judge-a)", "1", "toy data"]
+    assert str(report.opening(c)[0]).startswith("6 runs: adhoc-x: scripted judge, finished: scripted judge")
 
 
-def test_every_judge_is_named_from_its_manifest(scripted_judge, isolated_runs: Path) -> None:
-    judged_run(scripted_judge, isolated_runs, "no-manifest", "judge-a", [1, 2, 3], finished=None)
-    judged_run(scripted_judge, isolated_runs, "adhoc-gpt", "judge-b", [1, 2, 3], finished=None)
-    adhoc = {"run": "adhoc-gpt", "adhoc": True, "judge": {"name": "judge-b", "model": "judge-b"}, "notebooks": []}
-    (isolated_runs / "adhoc-gpt" / "manifest.json").write_text(json.dumps(adhoc))
-    runs = {r.name: r for r in compare.load_runs()}
-    assert runs["no-manifest"].judge == compare.UNKNOWN_JUDGE  # not guessed from whichever results.json comes first
-    table = compare.judges_table(list(runs.values())).set_index("run")
-    assert table.loc["no-manifest", "judge profile"] == "unknown (no manifest)"
-    assert table.loc["no-manifest", "scale and parameters"] == "unknown (no manifest)"
-    assert table.loc["no-manifest", "state"] == "unknown (no manifest)"
-    assert table.loc["adhoc-gpt", "judge profile"] == "judge-b" and table.loc["adhoc-gpt", "state"].startswith("ad hoc")
-    usage = compare.usage_table(list(runs.values())).set_index("run")
-    assert usage.loc["adhoc-gpt", "wall time (minutes)"] == "not recorded (ad hoc)"
+def test_a_result_of_another_judge_is_named_in_the_runs_table() -> None:
+    run = stored_run("mixed", {NOTEBOOK: []})
+    run.foreign = {"04_saer": "judge-a"}
+    (row,) = report.table(compare([run]), "runs", styled=False).to_dict("records")
+    assert row["left out (made by another judge)"] == "04_saer (judge-a)" and row["judge"] == "model-mixed"
 
 
-def test_results_of_another_judge_are_left_out_and_said_so(scripted_judge, isolated_runs: Path) -> None:
-    # the runner's manifest says gpt; the one results.json present was written by judge-a (an older run's)
-    judged_run(scripted_judge, isolated_runs, "mixed", "judge-a", [1, 2, 3], finished=True, manifest_judge="gpt")
-    judged_run(scripted_judge, isolated_runs, "clean", "judge-b", [1, 2, 3], finished=True)
-    runs = compare.load_runs()
-    assert [r.name for r in runs] == ["clean"]  # nothing of "mixed" is its judge's
-    (isolated_runs / "mixed" / "other").mkdir()
-    results = json.loads((isolated_runs / "clean" / NOTEBOOK / "results.json").read_text())
-    results["judge"] = {"name": "gpt", "model_name": "gpt (remote)", "kind": "llm"}
-    (isolated_runs / "mixed" / "other" / "results.json").write_text(json.dumps(results))
-    mixed = next(r for r in compare.load_runs() if r.name == "mixed")
-    assert list(mixed.results) == ["other"] and mixed.foreign == {NOTEBOOK: "judge-a"}
-    assert mixed.judge == "gpt (remote)"
-    row = compare.judges_table([mixed]).iloc[0]
-    assert row["left out (made by another judge)"] == f"{NOTEBOOK} (judge-a)"
+def test_the_opening_names_each_caveat_and_each_stand_in_once() -> None:
+    runs = [stored_run(n, {NOTEBOOK: [], "04_saer": []}) for n in ("a", "b")]
+    for run in runs:  # two runs of one small model on the same stand-in: one caveat, one note
+        run.results[NOTEBOOK]["judge"]["model_name"] = "SmolLM2-135M-Instruct (Q4_1 GGUF)"
+        run.results[NOTEBOOK]["data"] = "toy data [STAND-IN]"
+    opening = [str(x) for x in report.opening(compare(runs))]
+    assert len(opening) == 3 and opening[0].startswith("2 runs: a: SmolLM2-135M-Instruct")
+    assert "135-million-parameter" in opening[1] and "**toy data [STAND-IN]**" in opening[2]
+    assert "Chapter 1's rows below ran on it." in opening[2]
+    assert str(report.opening(compare([]))[0]).startswith("No run under `runs/` has results yet")
 
 
-def test_judge_names_are_short_and_unique(scripted_judge, isolated_runs: Path) -> None:
-    assert compare.short_judge_name("SmolLM2-135M-Instruct (Q4_1 GGUF, embedded llama.cpp)") == "SmolLM2-135M-Instruct"
-    judged_run(scripted_judge, isolated_runs, "one", "same", [1, 2, 3], finished=True)
-    judged_run(scripted_judge, isolated_runs, "two", "same", [1, 2, 3], finished=True)
-    shown = [r.shown_as for r in compare.load_runs()]
-    assert shown == ["scripted judge [run one]", "scripted judge [run two]"]  # two runs of one judge stay apart
-    table = compare.serendipity_table(compare.load_runs())
-    assert {"scripted judge [run one]", "scripted judge [run two]"} <= set(table["judge"])
-
-
-def test_agreement_on_the_items_both_judged(scripted_judge, isolated_runs: Path) -> None:
-    judged_run(scripted_judge, isolated_runs, "a", "judge-a", [1, 2, 3, 4, 5, 5, 1, 2], finished=True)
-    judged_run(scripted_judge, isolated_runs, "b", "judge-b", [1, 2, 3, 4, 4, 5, 2, 2], finished=True)
-    row = compare.agreement_table(compare.load_runs()).iloc[0]
-    assert row["n both labelled"] == 8
-    assert row["raw_agreement"] == pytest.approx(6 / 8)
-    assert 0.5 < row["kappa"] < 1 and row["low"] < row["kappa"] < row["high"]
-    # chapter 4's agreement (metrics.agreement.agreement): kappa with its CI and SE, raw agreement with its CI
-    ref = agreement([1, 2, 3, 4, 5, 5, 1, 2], [1, 2, 3, 4, 4, 5, 2, 2], [1, 2, 3, 4, 5], n_boot=2000, seed=0)
-    assert (row["kappa"], row["low"], row["high"], row["se"]) == (ref.kappa, *ref.kappa_ci, ref.kappa_se)
-    assert (row["raw_low"], row["raw_high"]) == ref.raw_ci and row["raw_low"] < 6 / 8 < row["raw_high"]
-    cell = compare.agreement_display(compare.agreement_table(compare.load_runs()))["raw agreement, % [95 % CI]"]
-    assert cell.tolist() == [f"75.0 [{100 * ref.raw_ci[0]:.1f}, {100 * ref.raw_ci[1]:.1f}]"]
-
-
-def arena_run(name: str, data: str) -> compare.Run:
-    """A run whose only result is one arena comparison (NRMS vs FM), on ``data``."""
-    group = {"x": "NRMS", "y": "FM", "source": "adjudicated"}
-    results = [
-        result("win_pct", 60.0, 50.0, 70.0, 100, "Wilson", **group),
-        result("Q", 1.5, 1.2, 1.9, 100, "bootstrap", **group),
-    ]
-    res = {
-        "data": data,
-        "judge": {"kind": "llm", "model_name": f"model-{name}", "name": name},
-        "results": [asdict(r) for r in results],
-    }
-    return compare.Run(name, {"judge": {"name": name, "model": f"model-{name}"}}, {"03_recsys_arena": res})
-
-
-@pytest.mark.parametrize(
-    ("data", "datasets"),
-    [("MIND small (real, Microsoft News)", {"MIND"}), ("MovieLens-100K (real, GroupLens)", {"MovieLens"})],
-)
-def test_arena_paper_rows_follow_the_run_dataset(data: str, datasets: set[str]) -> None:
-    table = compare.arena_table([arena_run("a", data)])
-    paper = table[table["kind"] == "paper"]
-    expected = compare.paper_table("arena_table2")
-    expected = expected[expected["dataset"].isin(datasets)]
-    assert len(paper) == len(expected) > 0
-    assert set(paper["Win % [95 % CI]"]) == {f"{w:.1f}" for w in expected["win"]}
-
-
-def serendipity_run(name: str, mae: tuple[float, float, float], kind: str = "llm") -> compare.Run:
+def serendipity_run(name: str, mae: tuple[float, float, float], kind: str = "llm") -> StoredRun:
     """A run whose only result is chapter 1's MAE on the CoT template, ``mae`` = (value, low, high)."""
-    res = {
-        "data": "toy data",
-        "judge": {"kind": kind, "model_name": f"model-{name}", "name": name},
-        "results": [asdict(result("mae", *mae, 10, "95% percentile bootstrap", template="cot"))],
-    }
-    return compare.Run(name, {"judge": {"name": name, "model": f"model-{name}"}}, {NOTEBOOK: res})
+    return stored_run(name, {NOTEBOOK: [result("mae", *mae, 10, "95% percentile bootstrap", template="cot")]}, kind)
 
 
-def test_a_takeaway_ranks_two_judges_only_where_their_intervals_separate() -> None:
-    apart = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
-    (mae,) = [t for t in compare.takeaways_items(apart) if t.startswith("Chapter 1")]
-    assert "(CoT: model-a 0.500 [0.300, 0.700] vs model-b 1.500 [1.200, 1.800])" in mae
-    assert "ranks that judge first" in mae and "cannot" not in mae
-
-    overlapping = [serendipity_run("a", (0.9, 0.6, 1.2)), serendipity_run("b", (1.0, 0.8, 1.3))]
-    (mae,) = [t for t in compare.takeaways_items(overlapping) if t.startswith("Chapter 1")]
-    assert "on CoT the intervals overlap, so this run cannot rank the judges there" in mae
-    assert "ranks that judge first" not in mae
+def arena_run(name: str, data: str, win: tuple[float, float, float] = (60.0, 50.0, 70.0)) -> StoredRun:
+    """A run whose only result is one adjudicated arena comparison (MiniLM-content vs FM), on ``data``."""
+    group = {"x": "minilm-content", "y": "fm", "source": "adjudicated"}
+    rows = [result("win_pct", *win, 100, "Wilson", **group), result("Q", 1.5, 1.2, 1.9, 100, "bootstrap", **group)]
+    run = stored_run(name, {"03_recsys_arena": rows})
+    run.results["03_recsys_arena"]["data"] = data
+    return run
 
 
-def test_a_takeaway_tells_judges_apart_only_where_their_win_rates_separate() -> None:
-    def arena(name: str, win: tuple[float, float, float]) -> compare.Run:
-        run = arena_run(name, "MovieLens-100K (real, GroupLens)")
-        row = run.results["03_recsys_arena"]["results"][0]
-        row["value"], row["low"], row["high"] = win
-        return run
-
-    (wins,) = [
-        t for t in compare.takeaways_items([arena("a", (20, 10, 30)), arena("b", (60, 50, 70))]) if "Chapter 3" in t
-    ]
-    assert "lie apart, so the judges disagree there" in wins
-    (wins,) = [
-        t for t in compare.takeaways_items([arena("a", (55, 45, 65)), arena("b", (60, 50, 70))]) if "Chapter 3" in t
-    ]
-    assert "cannot tell the judges apart" in wins
-
-
-def test_the_agreement_takeaway_says_whether_kappa_is_above_chance() -> None:
-    runs = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
-    agreement = pd.DataFrame(
-        [
-            {"items": "03_recsys_arena/pairwise", "judge A": "a", "judge B": "b", "n both labelled": 50,
-             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7, "raw_low": 0.6,
-             "raw_high": 0.8},
-            {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8,
-             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5, "raw_low": 0.25,
-             "raw_high": 0.75},
-        ]
-    )  # fmt: skip
-    (text,) = [t for t in compare.takeaways_items(runs, agreement) if t.startswith("Agreement")]
-    assert "above chance on chapter 3: pairwise verdicts (0.400 [0.200, 0.600])" in text
-    assert "not distinguishable from chance on chapter 4: list labels (0.100 [-0.300, 0.500])" in text
-    shown = compare.agreement_display(agreement)
-    assert list(shown.columns) == [
-        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, % [95 % CI]"
-    ]  # fmt: skip
-    assert shown["raw agreement, % [95 % CI]"].tolist() == ["70.0 [60.0, 80.0]", "50.0 [25.0, 75.0]"]
-    assert compare.agreement_display(agreement.drop(columns=["raw_low", "raw_high"]))[
-        "raw agreement, % [95 % CI]"
-    ].tolist() == ["70.0", "50.0"]  # a frame without the bounds shows the bare estimate
-
-
-def test_the_headline_forest_plot_has_one_row_per_measure_and_judge() -> None:
-    runs = [serendipity_run("a", (0.5, 0.3, 0.7)), arena_run("b", "MovieLens-100K (real, GroupLens)")]
-    rows = compare.headline_rows(runs)
-    assert rows[["measure", "judge"]].values.tolist() == [["ch. 3: Win %, NRMS vs FM", "model-b"]]
-    assert rows[["value", "low", "high"]].values.tolist() == [[60.0, 50.0, 70.0]]
-    fig = compare.headline_figure(runs)
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["ch. 3: Win %, NRMS vs FM"]
-    assert compare.headline_figure([]).axes[0].texts  # nothing to draw: a figure that says so, never None
-
-
-def test_tables_for_people_put_ours_beside_the_papers() -> None:
-    table = compare.serendipity_table([serendipity_run("a", (0.5, 0.3, 0.7))])
+def test_tables_put_ours_beside_the_papers() -> None:
+    c = compare([serendipity_run("a", (0.5, 0.3, 0.7), kind="simulated"), arena_run("b", "MIND small (real)")])
+    table = report.table(c, "serendipity", styled=False)
     cot = table[table["prompt template"] == "CoT"]
-    assert cot["judge"].tolist()[0] == "model-a" and cot["kind"].tolist()[1:] == ["paper", "paper"]
-    assert cot["MAE [95 % CI]"].tolist()[0] == "0.500 [0.300, 0.700]"
-    assert not any("_" in column for column in table.columns)
-    assert compare.saer_detection_table([]).empty
-    assert str(compare.shown(compare.saer_detection_table([]), "SAER")).startswith("*SAER*: no run")
+    assert cot["judge"].tolist() == ["model-a", "GPT-4o-mini (paper)", "Llama-3.1-70B-Instruct (4-bit) (paper)"]
+    assert cot["kind"].tolist() == ["simulated judge", "paper", "paper"]  # never shown as an LLM
+    assert cot["MAE [95 % CI]"].tolist() == ["0.500 [0.300, 0.700]", "0.847", "1.117"]
+    assert cot["weighted kappa [95 % CI]"].tolist() == ["n/a", "not reported", "not reported"]
+    assert cot["judged pairs"].tolist() == ["10", "2,150", "2,150"]
+    assert table["prompt template"].tolist() == ["Base"] * 2 + ["LS"] * 2 + ["CoT"] * 3 + ["LtM"] * 2
+    arena = report.table(c, "arena", styled=False)
+    nrms = arena[arena["recommender"].str.contains("NRMS")]
+    assert nrms["recommender"].iloc[0] == "MiniLM-content (for NRMS)" and nrms["kind"].iloc[0] == "LLM"
+    assert nrms[["Win % [95 % CI]", "Q [95 % CI]", "judged comparisons"]].iloc[0].tolist() == [
+        "60.0 [50.0, 70.0]", "1.500 [1.200, 1.900]", "100"]  # fmt: skip
+    expected = paper_table("arena_table2").query("dataset == 'MIND' and rs == 'NRMS'")
+    assert nrms["judge"].tolist()[1:] == [f"{llm} (paper, MIND)" for llm in expected["llm"]]
+    assert nrms["Q [95 % CI]"].tolist()[1:] == [f"{q:.4f}" for q in expected["q"]]
+    assert not any("_" in column for name in ("serendipity", "arena") for column in report.table(c, name, False))
+    assert str(report.table(compare([]), "saer_detection")).startswith("*Table 6.9: position consistency")
 
 
 def test_health_table_flags_a_chapter_with_more_than_a_fifth_unusable() -> None:
-    def run(name: str, counts: dict[str, tuple[int, int]]) -> compare.Run:
-        results = {
-            nb: {"judgments": {"n": n, "parsed": p, "unparsed": n - p, "error": 0}} for nb, (p, n) in counts.items()
-        }
-        return compare.Run(name, {"judge": {"name": name, "model": name}}, results, shown_as=name)
+    runs = [stored_run("good", {"01_x": [], "03_y": []}), stored_run("bad", {"01_x": [], "03_y": []})]
+    for run, counts in zip(runs, ({"01_x": 40, "03_y": 32}, {"01_x": 0, "03_y": 31}), strict=True):
+        for nb, parsed in counts.items():
+            run.results[nb]["judgments"] = {"n": 40, "parsed": parsed}
+    c = compare(runs)
+    table = report.table(c, "health", styled=False).set_index("run")
+    assert table.loc["good"].tolist() == ["model-good", "40 of 40", "32 of 40"]  # exactly a fifth: not flagged
+    assert table.loc["bad"].tolist() == ["model-bad", "0 of 40 ⚠", "31 of 40 ⚠"]
+    (flagged,) = [t for t in report.takeaways_items(c) if t.startswith("More than a fifth")]
+    assert "in bad (chapter 1: 0 of 40; chapter 3: 31 of 40 readable):" in flagged
+    assert not [t for t in report.takeaways_items(compare(runs[:1])) if t.startswith("More than a fifth")]
 
-    runs = [run("good", {"01_x": (40, 40), "03_y": (32, 40)}), run("bad", {"01_x": (0, 40), "03_y": (31, 40)})]
-    table = compare.health_table(runs).set_index("run")
-    assert (
-        table.loc["good", "01"] == "40 of 40" and table.loc["good", "03"] == "32 of 40"
-    )  # exactly a fifth: not flagged
-    assert table.loc["bad", "01"] == "0 of 40 ⚠" and table.loc["bad", "03"] == "31 of 40 ⚠"
-    sentence = compare._health_takeaway(runs)
-    assert sentence is not None and sentence.startswith(
-        "More than a fifth of the answers could not be read in bad (chapter 1: 0 of 40; chapter 3: 31 of 40 readable)"
-    )
-    assert compare._health_takeaway(runs[:1]) is None
+
+def test_a_takeaway_ranks_two_judges_only_where_their_intervals_separate() -> None:
+    def mae(*runs: StoredRun) -> str:
+        (text,) = [t for t in report.takeaways_items(compare(list(runs))) if t.startswith("Chapter 1")]
+        return text
+
+    text = mae(serendipity_run("a", (1.5, 1.2, 1.8)), serendipity_run("b", (0.5, 0.3, 0.7)))
+    assert "on CoT the lowest value's interval lies apart from every other judge's" in text  # lower MAE is better
+    assert text.endswith("(CoT: model-b 0.500 [0.300, 0.700] vs model-a 1.500 [1.200, 1.800]).")
+    text = mae(serendipity_run("a", (0.9, 0.6, 1.2)), serendipity_run("b", (1.0, 0.8, 1.3)))
+    assert "on CoT the intervals overlap, so this run cannot rank the judges there" in text and "first" not in text
+    no_ci = [serendipity_run("a", (0.5, 0.3, 0.7)), stored_run("b", {NOTEBOOK: [result("mae", 1.5, template="cot")]})]
+    assert not [t for t in report.takeaways_items(compare(no_ci)) if t.startswith("Chapter 1")]  # nothing to rank
+
+
+def test_a_takeaway_tells_judges_apart_only_where_their_win_rates_separate() -> None:
+    data = "MovieLens-100K (real, GroupLens)"
+
+    def wins(a: tuple[float, float, float], b: tuple[float, float, float]) -> str:
+        runs = [arena_run("a", data, a), arena_run("b", data, b)]
+        (text,) = [t for t in report.takeaways_items(compare(runs)) if t.startswith("Chapter 3")]
+        return text
+
+    assert "lie apart, so the judges disagree there" in wins((20, 10, 30), (60, 50, 70))
+    assert "cannot tell the judges apart" in wins((55, 45, 65), (60, 50, 70))
+
+
+def test_the_agreement_table_and_takeaway_say_where_kappa_is_above_chance() -> None:
+    runs = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
+    c = compare(runs)
+    c.agreement = pd.DataFrame(
+        [
+            {"items": "03_recsys_arena/pairwise", "judge A": "a", "judge B": "b", "n both labelled": 50,
+             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7, "raw_low": 0.6, "raw_high": 0.8},
+            {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8,
+             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5, "raw_low": 0.25,
+             "raw_high": 0.75},
+            {"items": "04_saer/adversarial", "judge A": "a", "judge B": "b", "n both labelled": 3,
+             "kappa": 0.2, "se": None, "low": None, "high": None, "raw_agreement": 0.5},
+            {"items": "04_saer/adversarial", "judge A": "a", "judge B": "c", "n both labelled": 1},
+        ]
+    ).assign(kind="llm")  # fmt: skip
+    (text,) = [t for t in report.takeaways_items(c) if t.startswith("Agreement")]
+    assert text.startswith("Agreement of a with b (weighted kappa, 95 % CI): above chance on chapter 3: pairwise")
+    assert "; not distinguishable from chance on chapter 4: list labels (0.100 [-0.300, 0.500])" in text
+    assert text.endswith("; no interval on chapter 4: adversarial pairs (0.200), so no claim against chance there.")
+    shown = report.table(c, "agreement", styled=False)
+    assert list(shown.columns) == [
+        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, % [95 % CI]"
+    ]  # fmt: skip
+    assert shown["weighted kappa [95 % CI]"].tolist() == ["0.400 [0.200, 0.600]", "0.100 [-0.300, 0.500]", "0.200",
+                                                          "undefined"]  # fmt: skip
+    assert shown["raw agreement, % [95 % CI]"].tolist() == ["70.0 [60.0, 80.0]", "50.0 [25.0, 75.0]", "50.0", "n/a"]
+    assert report.table(c, "agreement_simulated", styled=False).empty  # no simulated judge among them
+    first = report.takeaways_items(compare([serendipity_run("a", (0.5, 0.3, 0.7), kind="simulated"), runs[1]]))[0]
+    assert first == "2 runs compared (a: model-a, b: model-b); run a used the {term}`simulated judge`, whose numbers " \
+        "show what the tables detect, not what an LLM thinks."  # fmt: skip
+
+
+def scored_run(
+    name: str, labels: list[int], kind: str, members: dict[str, list[int | None]] | None = None
+) -> StoredRun:
+    """A run whose chapter 1 scored items 0..n-1 with ``labels`` (g = 1, 2, 3, 4, 5, 1, ...), with a panel's
+    ``members`` (member -> its labels; each answer 100 tokens) when given."""
+    items = {"scores": [{"template": "base", "user": 1, "item": i, "label": v, "truth": i % 5 + 1}
+                        for i, v in enumerate(labels)]}  # fmt: skip
+    if members:
+        items["member_scores"] = [{"template": "base", "user": 1, "item": i, "member": m, "label": v,
+                                   "truth": i % 5 + 1, "tokens": 100} for m, vs in members.items()
+                                  for i, v in enumerate(vs)]  # fmt: skip
+    return stored_run(name, {NOTEBOOK: []}, kind, items=items)
+
+
+def test_simulated_judges_are_compared_only_with_simulated_judges() -> None:
+    g = [i % 5 + 1 for i in range(30)]
+    noisy = [min(5, v + (i % 3 == 0)) for i, v in enumerate(g)]
+    runs = [scored_run("llm-1", g, "llm"), scored_run("llm-2", noisy, "llm"), scored_run("sim-1", g, "simulated"),
+            scored_run("sim-2", noisy, "simulated"), scored_run("sim-3", g[::-1], "simulated")]  # fmt: skip
+    c = compare(runs)
+    assert set(c.agreement["kind"]) == {"llm", "simulated"}
+    pairs = {frozenset((r["judge A"].split(":")[0], r["judge B"].split(":")[0])) for _, r in c.agreement.iterrows()}
+    assert pairs == {frozenset(p) for p in (("llm-1", "llm-2"), ("sim-1", "sim-2"), ("sim-1", "sim-3"),
+                                            ("sim-2", "sim-3"))}  # fmt: skip
+    llm, sim = (report.table(c, n, styled=False) for n in ("agreement", "agreement_simulated"))
+    assert len(llm) == 1 and "sim" not in llm["judges"].iloc[0] and len(sim) == 3
+    # Fleiss' kappa over three judges: only the simulated ones are three
+    assert report.table(c, "fleiss", styled=False).empty and report.table(c, "fleiss_simulated", styled=False)[
+        "judges"].tolist() == [3]  # fmt: skip
+    # the agreement figure draws the LLM judges' pair only
+    assert [t.get_text() for t in report.figure(c, "agreement").axes[0].get_legend().get_texts()] == [
+        "chance agreement", "llm-1 vs llm-2"]  # fmt: skip
+    # and the takeaways never rank a simulated judge beside an LLM
+    mixed = compare([serendipity_run("s", (0.2, 0.1, 0.3), kind="simulated"), serendipity_run("l", (1.5, 1.2, 1.8))])
+    assert not [t for t in report.takeaways_items(mixed) if t.startswith("Chapter 1")]
+
+
+def test_a_panel_is_shown_beside_its_members_in_its_kinds_table() -> None:
+    g = [i % 5 + 1 for i in range(30)]
+    members = {"m1": g, "m2": [None, *g[1:]], "m3": [min(5, v + 1) for v in g]}
+    c = compare([scored_run("panel", g, "simulated", members), scored_run("llm", g, "llm")])
+    table = report.table(c, "panel_simulated", styled=False)
+    assert list(table["judge"]) == ["m1", "m2", "m3", "the panel's verdict"]
+    assert table["pairs scored"].tolist() == ["30", "29", "30", "30"]
+    assert table["weighted kappa with g [95 % CI]"].iloc[0] == "1.000 [1.000, 1.000]"
+    assert table["tokens (× a member's)"].tolist() == ["3,000 (1.0 ×)", "3,000 (1.0 ×)", "3,000 (1.0 ×)",
+                                                       "9,000 (3.0 ×)"]  # fmt: skip
+    alpha = table["members' agreement: Krippendorff's alpha [95 % CI]"]
+    assert alpha.iloc[:3].tolist() == ["-"] * 3 and alpha.iloc[3].endswith(" on 30 pairs")
+    assert report.table(c, "panel", styled=False).empty  # no panel of LLM judges: a sentence says so
+    assert "no panel of LLM judges" in str(report.table(c, "panel"))
+
+
+def test_the_headline_forest_plot_has_one_row_per_measure_and_judge() -> None:
+    c = compare([serendipity_run("a", (0.5, 0.3, 0.7)), arena_run("b", "MovieLens-100K (real, GroupLens)")])
+    fig = report.figure(c, "headlines")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["ch. 3: Win %, MiniLM-content vs FM"]
+    assert report.figure(compare([]), "headlines").axes[0].texts  # nothing to draw: a figure that says so, never None
+    mae = report.figure(c, "mae").axes[0]
+    assert [t.get_text() for t in mae.get_yticklabels()] == ["CoT"]
+    assert [t.get_text() for t in mae.get_legend().get_texts()] == [
+        "model-a", "GPT-4o-mini (paper)", "Llama-3.1-70B-Instruct (4-bit) (paper)"]  # fmt: skip
+
+
+def test_stand_in_chapters_are_named_in_the_takeaways() -> None:
+    runs = [stored_run("a", {NOTEBOOK: [], "04_saer": []})]
+    for nb in runs[0].results:
+        runs[0].results[nb]["data"] = "toy [STAND-IN]"
+    items = report.takeaways_items(compare(runs))
+    assert items[1] == "With one run there is nothing to compare: add a run with another judge profile and rebuild."
+    assert items[-1].startswith("Chapters 1 and 4 ran on {term}`stand-in data`")
+    assert report.takeaways_items(compare([])) == [
+        "No run has results yet: nothing to compare. Run a chapter with any judge profile and rebuild."]  # fmt: skip

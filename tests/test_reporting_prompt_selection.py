@@ -13,13 +13,14 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from conftest import with_label_probs
 from test_protocol_pointwise_score import make_items, make_pairs
 
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.experiments import prompt_selection
 from recjudge_utils.experiments.prompt_selection import PromptSelectionConfig, PromptSelectionRun
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.reporting import prompt_selection as report
-from recjudge_utils.reporting.paper import paper_table
 
 PAPER = paper_table("serendipity_table1")
 PAPER_COT_GPT = float(PAPER.query("template == 'cot' and model == 'GPT-4o-mini'")["mae"].item())
@@ -40,10 +41,10 @@ def equally_noisy(req) -> str:
     return json.dumps({"relevance": g, "unexpectedness": g, "score": score})
 
 
-def toy_run(judge, answer, is_real: bool) -> PromptSelectionRun:
+def toy_run(judge, answer, is_real: bool, templates: tuple[str, ...] = ("base", "cot")) -> PromptSelectionRun:
     pairs = make_pairs(n_users=40, per_user=4, with_aux=True)
     data = SerendipityPairs(pairs, make_items(), "toy pairs", is_real, "test")
-    config = PromptSelectionConfig(templates=("base", "cot"), n_pairs=60, n_boot=400)
+    config = PromptSelectionConfig(templates=templates, n_pairs=60, n_boot=400)
     return prompt_selection.run(judge(answer), data, config)
 
 
@@ -75,10 +76,10 @@ def test_takeaways_refuse_a_ranking_the_cis_do_not_support(overlapping) -> None:
     assert test["MAE diff low"] <= 0 <= test["MAE diff high"]  # the premise: this run's CI includes 0
     assert f"the paired MAE differences to {other} include 0" in ranking and "cannot rank" in ranking
     assert "ranks" not in ranking.replace("cannot rank", "")
-    # the constant verdict follows the sign of its own paired CI, whichever way this run fell
-    relation, diff = report._versus_constant(overlapping, overlapping.selected)
-    expected = "beats" if diff.high < 0 else ("is worse than" if diff.low > 0 else "cannot be told apart from")
-    assert relation == expected and f" {expected} the best constant predictor" in constant
+    # the constant verdict follows the side of 0 its own paired CI lies on, whichever way this run fell
+    d = overlapping.versus_constant.loc[overlapping.selected]
+    expected = "beats" if d["diff_hi"] < 0 else ("is worse than" if d["diff_lo"] > 0 else "cannot be told apart from")
+    assert f" {expected} the best constant predictor" in constant
     # real data: the paper's CoT number is set beside this run's CI, inside or outside as the numbers say
     cot = overlapping.summary.loc["cot"]
     where = "inside" if cot["mae_lo"] <= PAPER_COT_GPT <= cot["mae_hi"] else "outside"
@@ -124,10 +125,11 @@ def test_forest_rows_hold_our_cis_and_the_papers_points(separated) -> None:
         report.forest_rows(separated, "kappa")
 
 
-def test_glued_numbers_come_from_the_run(separated) -> None:
-    values = report.glue_values(separated)
+def test_the_sample_sentence_quotes_the_runs_pairs_and_mean_ci_width(separated) -> None:
     width = (separated.summary["mae_hi"] - separated.summary["mae_lo"]).mean()
-    assert values == {"ch1-n-pairs": 60, "ch1-mae-ci-width": pytest.approx(width)}
+    assert separated.mae_ci_width == pytest.approx(width)
+    sentence = report.sample_sentence(separated)
+    assert "60 judged pairs" in sentence and f"{width:.2f} wide" in sentence
 
 
 def test_caveats_are_admonitions_only_where_they_apply(separated, overlapping) -> None:
@@ -162,3 +164,58 @@ def test_a_mostly_unparsed_run_leads_its_takeaways_with_what_could_be_read(scrip
     run = toy_run(scripted_judge, lambda req: "no" if next(count) % 2 else exact_cot_reversed_base(req), False)
     first = report.takeaways_items(run)[0]
     assert first.startswith("Every number below rests on the answers that could be read: 60 of 120 answers")
+
+
+def test_a_kappa_interval_below_zero_says_so(scripted_judge) -> None:
+    run = toy_run(scripted_judge, exact_cot_reversed_base, is_real=True, templates=("base",))
+    ranking, constant, kappa, paper, _ = report.takeaways_items(run)  # Base answers 6 - g: agreement below chance
+    assert ranking.startswith("Only Base was run: there is no ranking to read")
+    assert run.summary.loc["base", "kappa_hi"] < 0 and "lies below 0" in kappa and "includes 0" not in kappa
+    assert " is worse than the best constant predictor" in constant and "a CI above 0" in constant
+    assert paper.startswith("This run has no MAE interval for the paper's choice, CoT")  # CoT was not run
+
+
+def test_verdict_lines_follow_each_templates_paired_ci(separated) -> None:
+    head, *lines = report.verdict_lines(separated)
+    name, level, mae = separated.best_constant()
+    assert head.endswith(f"best constant predictor: {name}, MAE {mae:.3f}") and f"constant {level}" in name
+    base, cot = lines  # Base reversed: worse than the constant; CoT exact: better than it
+    assert base.startswith("- base: MAE ") and " is worse than the best constant predictor" in base
+    assert cot.startswith("- cot: MAE 0.000 [0.000, 0.000] beats the best constant predictor")
+    assert "predicted levels used: [1, 2, 3, 4, 5]" in cot
+
+
+def test_expected_scores_are_compared_with_the_argmax_on_the_same_pairs(scripted_judge) -> None:
+    def answer(req):  # every answer carries label probabilities: expected score 3.25 on every pair
+        return with_label_probs(exact_cot_reversed_base(req), {"3": 0.75, "4": 0.25})
+
+    run = toy_run(scripted_judge, answer, is_real=False)
+    s = run.summary
+    assert (s["n_expected"] == 60).all()
+    assert s["mae_expected_gain"].tolist() == pytest.approx((s["mae_expected"] - s["mae_argmax_same"]).tolist())
+    base, cot = report.logprob_lines(run)  # CoT's exact argmax beats 3.25; Base's reversed one does not
+    assert base.startswith("base: the expected score lowers the MAE") and base.endswith("60 pairs)")
+    assert cot.startswith("cot: the expected score does not lower the MAE (0.000 -> ")
+    table = report.logprob_table(run).data.set_index("template")
+    assert table.loc["CoT", "with logprobs"] == 60 and table.loc["CoT", "MAE, argmax score"] == "0.000"
+    assert float(table.loc["CoT", "expected − argmax"]) == pytest.approx(s.loc["cot", "mae_expected_gain"], abs=5e-4)
+
+
+def test_the_example_prompt_is_the_first_judged_pairs(separated) -> None:
+    messages = separated.example_messages("cot")
+    assert [m["role"] for m in messages[:3]] == ["system", "user", "assistant"] and messages[-1]["role"] == "user"
+    assert len(messages) == 2 + 2 * separated.config.n_shots
+    shown = report.example_prompt(separated, "cot")
+    assert shown.startswith("22 messages: 1 system + 20 few-shot turns + 1 per-pair message\n--- system ---\n")
+    assert shown.endswith("--- the judged pair (last message) ---\n" + messages[-1]["content"])
+
+
+def test_the_figures_draw_the_runs_counts_and_shares(separated) -> None:
+    base, cot = report.confusion_figure(separated).axes
+    assert cot.get_title() == "CoT: MAE 0.00, accuracy 100 %" and base.get_title().startswith("Base: MAE ")
+    assert [int(t.get_text()) for t in cot.texts] == separated.confusions["cot"].to_numpy().ravel().tolist()
+    assert (cot.get_xlabel(), cot.get_ylabel()) == ("judge's score", "g (ground truth)")
+    ax = report.distribution_figure(separated).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["g (truth)", "Base", "CoT"]
+    truth = separated.distribution.query("source == 'g (truth)'")["share"].tolist()
+    assert [p.get_height() for p in ax.patches[: len(truth)]] == pytest.approx(truth)  # one bar per score, g first

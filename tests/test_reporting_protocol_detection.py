@@ -18,6 +18,7 @@ from recjudge_utils.experiments.protocol_detection import (
     ReevalDetection,
     SaerDetection,
     Separation,
+    against_truth,
 )
 from recjudge_utils.reporting import protocol_detection as report
 
@@ -38,7 +39,8 @@ def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool 
     noise = pd.DataFrame(
         {"noise": [0.0, 1.0], "mae": [0.0, 0.66], "mae_lo": [0.0, 0.63], "mae_hi": [0.0, 0.69],
          "expected_mae": [0.0, 0.658], "acc3": [1.0, 0.64], "acc3_wilson_lo": [0.99, 0.62],
-         "acc3_wilson_hi": [1.0, 0.66], "kappa_qw": [1.0, 0.61], "kappa_lo": [1.0, 0.57], "kappa_hi": [1.0, 0.65]}
+         "acc3_wilson_hi": [1.0, 0.66], "kappa_qw": [1.0, 0.61], "kappa_lo": [1.0, 0.57], "kappa_hi": [1.0, 0.65],
+         "implied_in_ci": [True, True]}
     )  # fmt: skip
     low_cov = (0.88, 0.85, 0.91) if separates else (0.93, 0.90, 0.955)
     coverage = pd.DataFrame(
@@ -57,12 +59,14 @@ def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool 
     )  # fmt: skip
     separation = Separation(power, (1.35, 1.73), (0.81, 1.03), 0.19, 192.0, 210.0)
     single_q = math.inf if infinite_q else 0.935
-    arena = pd.DataFrame(
-        [(b, "truth", 0.42, 0.68) for b in CONFIG.biases]
-        + [(0.0, "single order (paper)", 0.42, 0.68), (0.0, "both orders, adjudicated", 0.42, 0.68)]
-        + [(0.2, "single order (paper)", 0.47, 0.80), (0.2, "both orders, adjudicated", 0.42, 0.68)]
-        + [(0.4, "single order (paper)", 0.52, single_q), (0.4, "both orders, adjudicated", 0.42, 0.68)],
-        columns=["bias", "protocol", "win_rate", "Q"],
+    arena = against_truth(
+        pd.DataFrame(
+            [(b, "truth", 0.42, 0.68) for b in CONFIG.biases]
+            + [(0.0, "single order (paper)", 0.42, 0.68), (0.0, "both orders, adjudicated", 0.42, 0.68)]
+            + [(0.2, "single order (paper)", 0.47, 0.80), (0.2, "both orders, adjudicated", 0.42, 0.68)]
+            + [(0.4, "single order (paper)", 0.52, single_q), (0.4, "both orders, adjudicated", 0.42, 0.68)],
+            columns=["bias", "protocol", "win_rate", "Q"],
+        )
     )
     arena.attrs.update(tested="random", baseline="pop", users=300, truth_ties=0.66)
     adversarial = pd.DataFrame(
@@ -96,15 +100,20 @@ def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool 
     saer = SaerDetection(adversarial, consistency, labels, verdicts, customers=150, heldout=5)
     noisy_gap = (-0.06, -0.10, -0.02) if wrong_side else (0.08, 0.02, 0.13) if separates else (0.05, -0.03, 0.12)
     gaps = pd.DataFrame(
-        [("truth", "avg", 0.106, 0.080, 0.131), ("truth", "p_ser", 0.019, 0.014, 0.025),
-         ("noise 0", "avg", 0.106, 0.080, 0.131), ("noise 0", "p_ser", 0.019, 0.014, 0.025),
-         ("noise 2", "avg", *noisy_gap), ("noise 2", "p_ser", 0.017, 0.003, 0.031)],
-        columns=["source", "metric", "gap", "gap_lo", "gap_hi"],
+        [("truth", np.nan, "avg", 0.106, 0.080, 0.131), ("truth", np.nan, "p_ser", 0.019, 0.014, 0.025),
+         ("noise 0", 0.0, "avg", 0.106, 0.080, 0.131), ("noise 0", 0.0, "p_ser", 0.019, 0.014, 0.025),
+         ("noise 2", 2.0, "avg", *noisy_gap), ("noise 2", 2.0, "p_ser", 0.017, 0.003, 0.031)],
+        columns=["source", "noise", "metric", "gap", "gap_lo", "gap_hi"],
     )  # fmt: skip
     gaps.attrs.update(recommenders=("bprmf", "random"), users=150, pairs=5962)
     ordering = pd.DataFrame(
-        [(m, s, n, c) for m in ("avg", "p_ser") for s in ("noise 0", "noise 2") for n, c in ((10, 0.9), (40, 0.97))],
-        columns=["metric", "source", "users", "correct_order"],
+        [
+            (m, f"noise {s:g}", s, n, c)
+            for m in ("avg", "p_ser")
+            for s in (0.0, 2.0)
+            for n, c in ((10, 0.9), (40, 0.97))
+        ],
+        columns=["metric", "source", "noise", "users", "correct_order"],
     )
     needed = pd.DataFrame(
         [(m, s, n) for m in ("avg", "p_ser") for s, n in (("noise 0", 40.0), ("noise 2", np.nan))],
@@ -120,34 +129,40 @@ def constructed_run(separates: bool, wrong_side: bool = False, infinite_q: bool 
         arena=arena,
         saer=saer,
         reevaluation=ReevalDetection(gaps, ordering, needed),
+        panels=panel_study(separates),
     )
+
+
+def panel_study(separates: bool) -> pd.DataFrame:
+    """One judge and two panels: the independent panel's intervals lie above one judge's and the shared-bias panel
+    keeps its offset when ``separates``; otherwise every interval overlaps one judge's."""
+    up, bias = (0.10, 0.5) if separates else (0.01, 0.01)
+    rows = [
+        ("one judge", 0.83, 0.83, 0.44, 0.0, 100),
+        ("panel of 3, independent errors", 0.83 + up, 0.83 + up, 0.44 + up, 0.01, 300),
+        ("panel of 3, one shared bias", 0.83 - up, 0.83 - up, 0.44 + up, bias, 300),
+    ]
+    frame = pd.DataFrame([{"condition": c, "calls": n, "cost_multiple": n / 100, "excluded": 0 if n == 100 else 6,
+                           **{k: v for m, x in zip(("acc3", "kappa", "consistency", "bias"), xs, strict=True)
+                              for k, v in ((m, x), (f"{m}_lo", x - 0.02), (f"{m}_hi", x + 0.02))}}
+                          for c, *xs, n in rows])  # fmt: skip
+    frame.attrs.update(customers=900, pairs=2150, excluded=12, answers=600, one=100, multiple=3.0)
+    return frame
+
+
+STUDIES = (report.noise, report.coverage, report.separation, report.arena, report.saer, report.adjudication,
+           report.reevaluation, report.panels)  # fmt: skip
 
 
 def every_table(run: DetectionRun) -> list[Styler]:
     """Every table chapter 5 shows, built from ``run``."""
-    return [
-        report.noise_table(run.noise),
-        report.coverage_table(run.coverage),
-        report.separation_table(run.separation),
-        report.arena_table(run.arena),
-        *report.saer_tables(run.saer),
-        *report.adjudication_tables(run.saer),
-        report.reevaluation_table(run),
-    ]
+    return [shown for study in STUDIES for shown in study(run) if isinstance(shown, Styler)]
 
 
 def every_figure(run: DetectionRun) -> list[Figure]:
     """Every figure chapter 5 shows, built from ``run``."""
-    return [
-        report.noise_figure(run.noise),
-        report.coverage_figure(run.coverage),
-        report.separation_figure(run.separation),
-        report.arena_figure(run.arena),
-        report.saer_figure(run.saer),
-        report.adjudication_figure(run.saer),
-        report.reevaluation_figure(run),
-        report.ordering_figure(run),
-        report.forest_figure(run),
+    return [shown for study in STUDIES for shown in study(run) if isinstance(shown, Figure)] + [
+        report.forest_figure(run)
     ]
 
 
@@ -167,7 +182,7 @@ def test_takeaways_claim_a_difference_only_where_the_interval_excludes_it() -> N
 
 def test_a_gap_excluding_zero_on_the_wrong_side_is_called_a_wrong_order() -> None:
     items = report.takeaways_items(constructed_run(separates=True, wrong_side=True))
-    assert "at σ = 2 the CI excludes 0 on the wrong side: the judge orders them wrongly" in items[-1]
+    assert "at σ = 2 the CI excludes 0 on the wrong side: the judge orders them wrongly" in items[-3]
 
 
 def test_the_takeaways_count_intervals_that_hold_the_truth() -> None:
@@ -185,25 +200,25 @@ def test_tables_have_worded_headers_and_an_interval_in_the_estimates_cell() -> N
         assert machine == [], machine
         assert len(styler.data.columns) <= 6
         assert "row_heading" not in styler.to_html()  # no index column
-    noise = report.noise_table(run.noise).data
+    noise = report.noise(run)[1].data
     assert list(noise["MAE [95 % CI]"]) == ["0.000 [0.000, 0.000]", "0.660 [0.630, 0.690]"]
     assert list(noise["implied MAE in the CI"]) == ["yes", "yes"]
-    cov = report.coverage_table(run.coverage).data
+    cov = report.coverage(run)[1].data
     assert cov.iloc[0]["coverage % [95 % CI]"] == "88.0 [85.0, 91.0]"
     assert cov.iloc[0]["against the nominal 95 %"] == "below"
-    gaps = report.reevaluation_table(run).data.set_index("judge")
+    gaps = report.reevaluation(run)[2].data.set_index("judge")
     assert gaps.loc["simulated judge, σ = 2", "users for 95 % correct order (Avg.Score)"] == "more than 40"
     assert gaps.loc["simulated judge, σ = 0", "Avg.Score@20 gap [95 % CI]"] == "0.106 [0.080, 0.131]"
 
 
 def test_an_infinite_q_reads_as_infinity_and_the_text_says_what_it_means() -> None:
     run = constructed_run(separates=True, infinite_q=True)
-    table = report.arena_table(run.arena).data.set_index("position bias b")
+    table = report.arena(run)[1].data.set_index("position bias b")
     assert table.loc["0.4", "Q single order"] == "∞"
     assert table.loc["0.2", "Q single order"] == "0.800 (+18 %)"
     assert "inf" not in table.to_string()
-    assert "Q reads ∞ where a protocol records wins but no losses and no ties" in report.arena_text(run.arena)
-    assert "∞" not in report.arena_text(constructed_run(separates=True).arena)
+    assert "Q reads ∞ where a protocol records wins but no losses and no ties" in report.section_text(run, "arena")
+    assert "∞" not in report.section_text(constructed_run(separates=True), "arena")
 
 
 @pytest.mark.parametrize("section", report.SECTIONS)
@@ -213,7 +228,7 @@ def test_each_sections_note_is_the_simulated_judges_with_its_error_model(section
     assert "not what any LLM thinks" in text and "warning" not in text
     swept, fixed = text.split("Error model:")
     assert "every other error as below" in swept
-    assert "unparseable 0" in fixed and "margin 0.5" in fixed
+    assert ("unparseable 0" in fixed) is (section != "panels") and "margin 0.5" in fixed
     if section == "arena":
         assert "position bias b = 0, 0.2, 0.4" in swept and "position bias" not in fixed
     if section == "saer":
@@ -249,3 +264,41 @@ def test_the_forest_plot_sets_each_rate_beside_its_truth() -> None:
     assert rows[:2] == ["adversarial detected, c = 0", "adversarial detected, c = 0.5"]
     assert rows[2:] == ["swap consistency, b = 0", "swap consistency, b = 0.2", "swap consistency, b = 0.4"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["measured (95 % CI)", "truth (error model)"]
+
+
+def test_the_panel_takeaways_say_what_a_vote_averaged_and_what_it_kept_only_where_intervals_allow() -> None:
+    *_, noise, bias = report.takeaways_items(constructed_run(separates=True))
+    assert noise.startswith(
+        "The panel of three with independent errors against one judge with the same error model: "
+        "3-class accuracy 93.0 [91.0, 95.0] % against 83.0 [81.0, 85.0] %, weighted kappa 0.930"
+    )
+    assert noise.endswith("On 3-class accuracy, weighted kappa and position consistency its interval lies above one "
+                          "judge's: voting averaged the members' independent errors away.")  # fmt: skip
+    assert "a mean error of 0.500 [0.480, 0.520], against 0.010 [-0.010, 0.030]" in bias
+    assert "so the vote kept the offset its members share" in bias
+    assert "On 3-class accuracy and weighted kappa it lies below one judge's." in bias
+    *_, noise, bias = report.takeaways_items(constructed_run(separates=False))
+    assert "averaged" not in noise and "the intervals overlap: this run cannot tell the panel from one judge" in noise
+    assert "this run does not show the shared offset surviving the vote" in bias and "kept" not in bias
+    assert "it cannot be told from one judge" in bias
+
+
+def test_the_panel_table_and_figure_show_every_condition_with_its_intervals() -> None:
+    run = constructed_run(separates=True)
+    figure, table = report.panels(run)
+    assert list(table.data.columns) == ["judge", "3-class accuracy % [95 % CI]", "weighted kappa [95 % CI]",
+                                        "position consistency % [95 % CI]", "mean error, score − g [95 % CI]",
+                                        "calls (× one judge's)"]  # fmt: skip
+    rows = table.data.set_index("judge")
+    assert rows.loc["one judge", "3-class accuracy % [95 % CI]"] == "83.0 [81.0, 85.0]"
+    assert rows.loc["panel of 3, one shared bias", "mean error, score − g [95 % CI]"] == "0.500 [0.480, 0.520]"
+    assert rows["calls (× one judge's)"].tolist() == ["100 (1.0 ×)", "300 (3.0 ×)", "300 (3.0 ×)"]
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "3-class accuracy",
+        "weighted kappa",
+        "position consistency",
+        "mean error (score − g)",
+    ]
+    assert [t.get_text() for t in ax.get_legend().get_texts()][1:] == list(run.panels["condition"])
+    assert "600 member answers" in report.section_text(run, "panels")

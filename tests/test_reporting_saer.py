@@ -1,25 +1,23 @@
-"""Chapter 4's display layer: tables for people (headers in words, estimate and interval in one cell, ours and the
-paper's in one table), the figures, the headline intervals, the weighted-kappa exercise, and takeaways that claim
-only what the intervals allow, on two constructed runs: a judge that reads (its intervals separate) and a rubber
-stamp that always names the first list (they do not)."""
+"""Chapter 4's display layer: captioned tables for people (headers in words, estimate and interval in one cell, ours
+and the paper's in one table), the figures, the weighted-kappa exercise showing the computed numbers, and takeaways
+that claim only what the intervals allow, on two constructed runs: a judge that reads (its intervals separate) and a
+rubber stamp that always names the first list (they do not). The numbers themselves are tested in
+test_experiment_saer.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
-import numpy as np
-import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.proportion import proportion_confint
 from test_experiment_saer import WORDS, _toy_dataset
 
 from recjudge_utils.experiments import saer
 from recjudge_utils.experiments.saer import SaerConfig, SaerRun
 from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.metrics.agreement import POINTWISE_LABELS
 from recjudge_utils.reporting import saer as report
+from recjudge_utils.reporting.figures import MARKERS
 
 N_CUSTOMERS = 12
 CONFIG = SaerConfig(n_customers=N_CUSTOMERS, prompt_versions=("v1", "v3"), n_boot=50, encoder=WORDS)
@@ -65,13 +63,17 @@ def test_takeaways_rank_and_differ_only_where_the_intervals_separate(runs):
     items = report.takeaways_items(reads)
     assert len(items) == 5
     labels, wins, consistency, detection, prompts = items
-    assert labels.startswith("Lists labelled Good Match: co-occurrence 100.0 [")
+    assert labels.startswith("Lists labelled Good Match: co-occurrence 100.0 [75.8, 100.0] %, embedding 0.0 [")
     assert "The intervals do not overlap: in this run co-occurrence scores higher than embedding" in labels
+    assert labels.endswith("(the paper: 12.5 % against 1.5 %).")
     assert "in this run co-occurrence scores higher than embedding" in wins
+    assert wins.endswith("(the paper: 51.5 % against 33.0 %).")
     # 12 of 12 consistent: [75.8, 100] overlaps the paper's 176 / 200 interval, so no difference is claimed
     assert "The intervals overlap: this run cannot tell this judge's consistency" in consistency
+    assert "the paper's 176 of 200 = 88.0 [82.8, 91.8] %" in consistency
     assert "the interval lies above 50 %" in detection
     assert "in this run prompt v3 scores higher than prompt v1" in prompts
+    assert prompts.endswith("(the paper: 91.0 % against 74.0 %).")
 
     first = 100 * float((stamp.adversarial.query("prompt_version == 'v3'")["genuine_position"] == 1).mean())
     labels, wins, consistency, detection, prompts = report.takeaways_items(stamp)
@@ -90,6 +92,7 @@ def test_takeaways_say_what_the_judge_returned_when_nothing_parsed(scripted_judg
     assert only.startswith("No label, verdict or adversarial answer could be read, so nothing can be measured: 0 of ")
     assert "72 unparsed" in only and "no REASONING/CATEGORY/FLAGGED ITEMS/VERDICT field" in only
     assert "No answer of this run parsed" in report.run_notes(run).text
+    assert run.top_label is None and run.position.loc["named Set 1", "n"] == 0
     (warning,) = report.health_notes(run)
     assert "No usable judgments" in warning.text
 
@@ -105,7 +108,7 @@ def test_takeaways_lead_with_the_unusable_share_when_more_than_a_fifth_failed(sc
 
 def test_display_tables_are_for_people(runs):
     run = runs["reader"]
-    tables = {
+    stylers = {
         "table1": report.table1(run),
         "table2": report.table2(run),
         "consistency": report.consistency_table(run),
@@ -115,8 +118,15 @@ def test_display_tables_are_for_people(runs):
         "customers": report.customers_table(run),
         "time": report.time_cost(run),
         "unparsed": report.unparsed_summary(run),
-        "copied": report.copied_from_examples(run),
+        "copied": report.copied_table(run),
+        "lists": report.example_lists(run),
+        "substitutions": report.substitutions_table(_toy_dataset()),
     }
+    for name, styler in stylers.items():  # captioned with the run (or the data) they show
+        label = "toy (stand-in)" if name == "substitutions" else run.data_label
+        assert label in styler.caption and styler.caption.split(" — ")[0], name
+    tables = {name: styler.data for name, styler in stylers.items()}
+    assert run.judge_name in stylers["table1"].caption and run.judge_name not in stylers["customers"].caption
     for name, table in tables.items():
         assert len(table.columns) <= 7, name
         assert not [c for c in table.columns if "_" in str(c)], name  # headers in words
@@ -132,20 +142,25 @@ def test_display_tables_are_for_people(runs):
     assert t3["Evaluator"].tolist()[:4] == ["generic prompt (v1)"] * 2 + ["SAER refined prompt (v3)"] * 2
     ag = tables["agreement"]
     assert ag.loc[ag["Source"] == "paper", "Weighted κ [95 % CI]"].tolist() == ["0.38", "0.58", "0.13", "0.43"]
+    assert ag.loc[ag["Source"] == "paper", "Cases"].tolist() == ["not stated", "not stated", "200", "200"]
+    cons = tables["consistency"].set_index("Measure")["Paper"]
+    assert cons.iloc[0] == "176 of 200: 88.0" and cons.iloc[1] == "not reported"
+    assert tables["copied"].columns[-1] == f"Repeating ≥ {saer.COPY_MIN_CHARS} characters of an example"
+    assert tables["copied"]["Few-shot answers"].tolist() == run.copied["shots"].tolist()
+    time = tables["time"].set_index("Quantity")
+    assert time.iloc[0].tolist() == [f"{run.cost.calls} ({run.cost.fresh} fresh, 0 from cache)", "1100"]
+    assert time.index[-1] == "extrapolated to 1100 calls (our inference of the paper's run size), sequential"
+    assert time.iloc[-1, 0] == f"{run.cost.paper_minutes:.1f} min, $0.00"  # the scripted judge costs nothing
 
 
-def test_headline_intervals_and_the_paper_interval(runs):
-    count, n = 176, 200
-    low, high = proportion_confint(count, n, method="wilson")
-    assert report.paper_interval(88.0, n) == pytest.approx((100 * low, 100 * high))
-    frame = report.headline(runs["reader"])
+def test_the_forest_plot_draws_every_headline_share_with_its_interval(runs):
+    frame = runs["reader"].headline()
     assert set(frame["source"]) == {"ours", "paper"} and len(frame) == 2 * (2 + 3 + 1 + len(CONFIG.prompt_versions))
     assert ((frame["low"] <= frame["value"] + 1e-9) & (frame["value"] <= frame["high"] + 1e-9)).all()
-    ours = frame.loc[frame["source"] == "ours"].set_index("measure")
-    cons = runs["reader"].position.loc["position consistency"]
-    assert ours.loc["position consistency", ["value", "low", "high"]].tolist() == pytest.approx(
-        [cons["pct"], cons["low"], cons["high"]]
-    )
+    (ax,) = report.plot_forest(runs["reader"]).axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(dict.fromkeys(frame["measure"]))
+    drawn = sorted(x for line in ax.get_lines() for x in line.get_xdata() if line.get_marker() in MARKERS)
+    assert drawn == pytest.approx(sorted(frame["value"]))
 
 
 def _hatches(fig: Figure) -> set[str]:
@@ -165,32 +180,46 @@ def test_figures_draw_ours_beside_the_paper_with_hatches_and_whiskers(runs):
     bars = [p for p in ax.patches if p.get_height() > 0]
     assert len(bars) == 2 * len(CONFIG.prompt_versions) + 2  # ours and the paper's per version, two humans
     assert any(line.get_linestyle() == "--" for line in ax.get_lines())  # the always-Set-1 line
+    legend = [t.get_text() for t in detection.axes[0].get_legend().get_texts()]
+    first = run.detection.set_index("prompt_version").loc["v3", "genuine_first_%"]
+    assert legend[-1] == "paper (Claude 4.5 Sonnet; humans), interval from its 100 pairs"
+    assert f"a judge always naming Set 1 ({first:.0f} %)" in legend
     position = report.plot_position(run)
     legend = [t.get_text() for t in position.axes[0].get_legend().get_texts()]
     assert f"first-shown list won both times ({N_CUSTOMERS})" in legend
+    assert legend[-2:] == ["paper: consistent (176; winner or tie not reported)", "paper: inconsistent (24)"]
     assert isinstance(report.plot_forest(run), Figure)
 
 
-def test_kappa_exercise_solution_is_the_computed_kappa():
-    text = report.kappa_exercise().text
+def test_kappa_exercise_shows_the_computed_working():
+    k = saer.kappa_by_hand()
+    text = report.kappa_exercise(k).text
     a, b = (eval(m) for m in re.findall(r"^[ab] = (\[.*\])$", text, re.M))  # the lists the reader is given
-    expected = cohen_kappa_score(a, b, labels=list(POINTWISE_LABELS), weights="quadratic")
-    assert f"`weighted_kappa` returns {expected:.3f}" in text
+    assert (a, b) == (k.a, k.b) == tuple(map(list, saer.KAPPA_EXERCISE))
     assert ":class: dropdown" in text  # the solution is hidden
-    worst = re.search(r"lowers kappa most, to (-?[0-9.]+)", text)
-    assert worst is not None
-    changes = [
-        cohen_kappa_score(a, [*b[:i], lab, *b[i + 1 :]], labels=list(POINTWISE_LABELS), weights="quadratic")
-        for i in range(len(b))
-        for lab in POINTWISE_LABELS
-        if lab != b[i]
-    ]
-    assert float(worst.group(1)) == pytest.approx(np.nanmin(changes), abs=5e-4)
+    assert f"`weighted_kappa` returns {k.package:.3f}" in text and f"= {k.kappa:.3f}$" in text
+    assert f"Codes: a = {k.codes_a}, b = {k.codes_b}" in text and f"differences {k.costs} average" in text
+    assert f"setting list {k.where + 1} to {k.to} lowers kappa most, to {k.worst:.3f}" in text
+    assert f"cost {k.steps_before**2} → {k.steps_after**2}" in text
+    assert "$\\sum_{ij} p_a(i)" in text and "{term}`weighted kappa`" in text  # LaTeX and MyST pass through
 
 
 def test_notes_are_admonitions(runs):
     run = runs["reader"]
     assert report.context_note(run).text.startswith("```{admonition} What the judge saw")
-    notes = report.run_notes(run).text
-    assert "Both presentation orders agreed for 12 of 12 customers" in notes
-    assert isinstance(report.example_lists(run), pd.DataFrame)
+    notes = report.run_notes(run).text.splitlines()[2:-1]
+    assert notes[0].endswith("named the first-shown list (Set 1) in 50 % of 24 parsed answers.")
+    assert notes[1].startswith("- Both presentation orders agreed for 12 of 12 customers; the other 0 verdicts")
+    v1 = run.detection.set_index("prompt_version").loc["v1"]
+    assert notes[2].startswith(f"- Adversarial, prompt v1: 0 % correct; the genuine list was shown first in "
+                               f"{v1['genuine_first_parsed_%']:.0f} %")  # fmt: skip
+    assert notes[-1] == "- Pointwise (v3): 12 of 24 parsed labels were 'Good Match'; 0 of 24 answers were unparsed."
+    assert list(report.example_lists(run).data.columns) == ["Rank", "Co-occurrence", "Embedding"]
+
+
+def test_a_stand_in_gets_its_note_and_the_paper_domain_none():
+    toy = _toy_dataset()
+    (note,) = report.data_notes(toy)
+    assert f"**{toy.display_label}** stands in here for SAER's internal Amazon Beauty" in note.text
+    assert "Movies rated 3-5 stars stand in for purchases" in note.text
+    assert report.data_notes(dataclasses.replace(toy, name="amazon-beauty")) == []

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from test_experiment_your_recommenders import judged, sim, toy_dataset, toy_lists
+from test_experiment_your_recommenders import counted_run, judged, sim, toy_dataset, toy_lists
 
 from recjudge_utils.experiments import your_recommenders as ours
 from recjudge_utils.lists import write_trec_runs
@@ -30,7 +30,17 @@ def run(tmp_path: Path) -> ours.YourRecommendersRun:
 def taus(*rows: tuple[str, str, float, float, float, int]) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"a": a, "b": b, "tau": t, "low": lo, "high": hi, "n_systems": 3, "n_users": n, "n_boot": 50}
+            {
+                "a": a,
+                "b": b,
+                "tau": t,
+                "low": lo,
+                "high": hi,
+                "n_systems": 3,
+                "n_users": n,
+                "n_boot": 50,
+                "resamples": ours.distinct_resamples(n),
+            }
             for a, b, t, lo, hi, n in rows
         ]
     )
@@ -151,3 +161,18 @@ def test_serendipity_table_gives_the_papers_three_numbers(run: ours.YourRecommen
     # P_ser is the share of slots scored >= 4, so between 0 and 1, and it joins no ranking
     assert p_ser["mean"].between(0, 1).all()
     assert not run.taus["a"].isin(["p_ser", "n_ser"]).any() and not run.taus["b"].isin(["p_ser", "n_ser"]).any()
+
+
+def test_the_win_matrix_and_the_separation_table_lay_out_the_runs_counts() -> None:
+    run = counted_run()
+    wins = report.win_matrix(run).data.set_index("")  # type: ignore[union-attr]
+    assert list(wins.index) == list(wins.columns) == ["a", "b", "c"]
+    assert (wins.loc["a", "b"], wins.loc["b", "a"]) == ("0.75 (n=2)", "0.25 (n=2)")
+    assert wins.loc["a", "c"] == wins.loc["c", "a"] == "no verdict (n=1)"
+    assert wins.loc["c", "b"] == "1.00 (n=1)" and wins.loc["a", "a"] == "-"
+    assert report.win_matrix(counted_run(duels=False)) == "No Arena duel was judged in this run."
+    table = report.separation_table(run).data.set_index("measure")
+    assert table.loc["Arena (share of points)"].tolist() == ["2 of 3", "a > b; c > a"]
+    assert table.loc["Precision@k"].tolist() == ["0 of 3", "none"]
+    heat = report.agreement_figure(run).axes[0]
+    assert [t.get_text() for t in heat.texts[:4]] == ["1.00", "0.50", "n/a", "n/a"]

@@ -185,7 +185,7 @@ def test_two_workers_share_the_studies_and_the_experiment_then_tunes_nothing(
     # and on a worker's machine it loads the stored models
     monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(tmp_path / "runs0"))
     for fold in prepare_folds(ds.interactions, folds=FOLDS, n_users=config.n_users, seed=config.seed):
-        fitted, _ = fit_fold(fold, config, storage)
+        fitted = fit_fold(fold, config, storage)
         assert all(f.loaded for f in fitted.values())
 
 

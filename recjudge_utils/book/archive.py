@@ -35,6 +35,7 @@ from recjudge_utils import __version__
 from recjudge_utils.book.usage import read_jsonl
 from recjudge_utils.judge.backends import backend_class
 from recjudge_utils.judge.cache import JudgeCache
+from recjudge_utils.judge.records import logged_calls
 from recjudge_utils.paths import runs_dir
 
 __all__ = [
@@ -109,14 +110,15 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
             if notebook not in judged:
                 continue
             messages = {r["messages_hash"]: r["messages"] for r in read_jsonl(log.parent / "messages.jsonl")}
-            records = read_jsonl(log)
-            answered = {str(r["cache_key"]) for r in records if r.get("cache_key") and r.get("status") != "error"}
-            failed = {str(r["cache_key"]) for r in records if r.get("cache_key") and r.get("status") == "error"}
+            # a judge panel's record holds its members' calls, each cached under the member's own key
+            records = [(r, c) for r in read_jsonl(log) for c in logged_calls(r)]
+            answered = {str(c["cache_key"]) for _, c in records if c.get("cache_key") and c.get("status") != "error"}
+            failed = {str(c["cache_key"]) for _, c in records if c.get("cache_key") and c.get("status") == "error"}
             # sorted: the same run exports the same bytes
             requests[notebook] = {"answered": sorted(answered), "failed": sorted(failed - answered)}
-            for rec in records:
-                key = rec.get("cache_key")
-                if rec.get("status") == "error" or not key or key in answers:
+            for rec, call in records:
+                key = call.get("cache_key")
+                if call.get("status") == "error" or not key or key in answers:
                     continue
                 stored = cache.get(key)
                 if stored is None:
@@ -127,8 +129,8 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
                     "notebook": notebook,
                     "template_id": rec.get("template_id"),
                     "template_version": rec.get("template_version"),
-                    "model": rec.get("model"),
-                    "endpoint": rec.get("endpoint"),
+                    "model": call.get("model"),
+                    "endpoint": call.get("endpoint"),
                     "messages": messages.get(rec.get("messages_hash")),
                     "response": stored,
                 }
@@ -153,9 +155,10 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
     body += [_line({"type": "results", "notebook": nb, "results": r}) for nb, r in results.items()]
     digest = hashlib.sha256(b"".join(body)).hexdigest()
     payload = b"".join(body) + _line({"type": "checksum", "sha256": digest})
-    secret = os.environ.get(secret_env) if secret_env else None
-    if secret and secret.encode() in payload:
-        raise ArchiveError(f"the run's records hold the value of {secret_env}; refusing to export a secret")
+    for env in sorted(v for v in {secret_env, *_key_variables(manifest.get("judge") or {})} if v):
+        secret = os.environ.get(env)
+        if secret and secret.encode() in payload:
+            raise ArchiveError(f"the run's records hold the value of {env}; refusing to export a secret")
     target = target or runs_dir() / f"{run_folder.name}{SUFFIX}"
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
@@ -163,6 +166,14 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
         fh.write(payload)
     tmp.replace(target)
     return target
+
+
+def _key_variables(judge: dict[str, Any]) -> set[str | None]:
+    """The environment variables naming the keys of a judge profile (a panel's: its members')."""
+    members = judge.get("members") if judge.get("backend") == "panel" else None
+    if isinstance(members, list):
+        return {env for m in members if isinstance(m, dict) for env in _key_variables(m)}
+    return {judge.get("api_key_env")}
 
 
 def read_archive(path: Path) -> Archive:
@@ -204,7 +215,7 @@ def read_archive(path: Path) -> Archive:
     return Archive(header, answers, results, requests if listed or not answers else None)
 
 
-def version_differences(header: dict[str, Any]) -> list[str]:
+def _version_differences(header: dict[str, Any]) -> list[str]:
     """What differs between the archive's producer and this installation."""
     diffs = []
     if header.get("package_version") != __version__:
@@ -242,7 +253,7 @@ def answer_check(archive: Archive, cache_path: Path | None = None) -> list[Noteb
     ]
 
 
-def incomplete_message(path: Path, archive: Archive, checked: list[NotebookAnswers]) -> str:
+def _incomplete_message(path: Path, archive: Archive, checked: list[NotebookAnswers]) -> str:
     """Why a replay of ``archive`` is refused: the missing answers per notebook, and what to do."""
     run = archive.header.get("run", "RUN")
     lacking = [c for c in checked if c.missing]
@@ -261,8 +272,16 @@ def incomplete_message(path: Path, archive: Archive, checked: list[NotebookAnswe
 
 
 def _computes_answers(header: dict[str, Any]) -> bool:
-    """The archived run's judge computes its answers (the simulated judge): a replay needs none of them."""
-    backend = ((header.get("manifest") or {}).get("judge") or {}).get("backend")
+    """The archived run's judge computes its answers (the simulated judge, or a panel of them): a replay needs none
+    of them."""
+    return _judge_computes((header.get("manifest") or {}).get("judge") or {})
+
+
+def _judge_computes(judge: dict[str, Any]) -> bool:
+    backend = judge.get("backend")
+    if backend == "panel":
+        members = judge.get("members") or []
+        return bool(members) and all(isinstance(m, dict) and _judge_computes(m) for m in members)
     try:
         return bool(backend) and backend_class(str(backend)).computes_answers
     except KeyError:  # a backend this installation does not know: its answers come from the archive or nowhere
@@ -277,7 +296,7 @@ def import_archive(path: Path, accept_version_mismatch: bool = False, unchecked:
         ArchiveError: corrupted, truncated or from another version; ArchiveIncomplete: answers are missing.
     """
     archive = read_archive(path)
-    diffs = version_differences(archive.header)
+    diffs = _version_differences(archive.header)
     if diffs and not accept_version_mismatch:
         raise ArchiveError(
             f"{path}: made by another version ({'; '.join(diffs)}); nothing imported. Replay with "
@@ -289,7 +308,7 @@ def import_archive(path: Path, accept_version_mismatch: bool = False, unchecked:
         except ArchiveIncomplete as exc:
             raise ArchiveIncomplete(f"{path}: {exc}") from None
         if any(c.missing for c in archive.checked):
-            raise ArchiveIncomplete(incomplete_message(path, archive, archive.checked))
+            raise ArchiveIncomplete(_incomplete_message(path, archive, archive.checked))
     cache = JudgeCache(runs_dir() / "cache.sqlite")
     try:
         cache.put_many(

@@ -38,18 +38,18 @@ if TYPE_CHECKING:
 __all__ = ["PageReport", "Problem", "book_pages", "check_pages", "find_chromium", "main", "report_text"]
 
 #: the build's own folders and Sphinx's generated pages, which are not pages of the book
-SKIPPED_DIRS = ("_static", "_sources", "_images", "_downloads")
-SKIPPED_PAGES = ("genindex.html", "search.html", "py-modindex.html")
+_SKIPPED_DIRS = ("_static", "_sources", "_images", "_downloads")
+_SKIPPED_PAGES = ("genindex.html", "search.html", "py-modindex.html")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 VIEWPORT = (1400, 1000)
 #: milliseconds to wait for a page, and for MathJax to finish
-TIMEOUT_MS = 30_000
+_TIMEOUT_MS = 30_000
 NO_BROWSER = (
     "the browser check needs Playwright (pip install playwright; the dev extra has it) and Chromium "
     "(Debian/Ubuntu: apt-get install -y chromium)"
 )
 #: TeX delimiters, and a $...$ pair holding a TeX command (prose has dollars, rarely with a backslash between)
-RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$(?=[^$]*\\[A-Za-z])[^$\s][^$]*?\$")
+_RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\$(?=[^$]*\\[A-Za-z])[^$\s][^$]*?\$")
 
 # Runs in the page after loading, scrolling and typesetting: what a reader would see wrong. Returns plain data.
 PAGE_SCRIPT = r"""
@@ -124,12 +124,12 @@ PAGE_SCRIPT = r"""
 }
 """
 
-WAIT_FOR_MATHJAX = """
+_WAIT_FOR_MATHJAX = """
 () => !document.querySelector('script[src*="mathjax" i]')
   || !!(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)
 """
 # Scroll a window's height at a time, as a reader does: lazily loaded images and lazily typeset math appear.
-SCROLL_THROUGH = """
+_SCROLL_THROUGH = """
 async () => {
   document.querySelectorAll('img[loading="lazy"]').forEach((img) => { img.loading = 'eager'; });
   const step = window.innerHeight;
@@ -219,7 +219,7 @@ def book_pages(html_dir: Path) -> list[Path]:
     return sorted(
         p
         for p in html_dir.rglob("*.html")
-        if p.name not in SKIPPED_PAGES and not any(part in SKIPPED_DIRS for part in p.relative_to(html_dir).parts)
+        if p.name not in _SKIPPED_PAGES and not any(part in _SKIPPED_DIRS for part in p.relative_to(html_dir).parts)
     )
 
 
@@ -263,7 +263,7 @@ def _text_problems(data: dict[str, Any]) -> list[Problem]:
     problems += [Problem("image", f"did not load: {src}") for src in data["images"]]
     problems += [Problem("math", f"MathJax error: {text}") for text in data["mathErrors"]]
     for text in data["texts"]:
-        found = list(RAW_TEX.finditer(text))
+        found = list(_RAW_TEX.finditer(text))
         if found:
             tokens = ", ".join(dict.fromkeys(m.group(0)[:12] for m in found))
             start = max(0, found[0].start() - 30)
@@ -315,9 +315,9 @@ def check_pages(
             page.on("console", console.message)
             page.on("pageerror", console.uncaught)
             try:
-                page.goto(path.as_uri(), wait_until="load", timeout=TIMEOUT_MS)
-                page.wait_for_function(WAIT_FOR_MATHJAX, timeout=TIMEOUT_MS)
-                page.evaluate(SCROLL_THROUGH)
+                page.goto(path.as_uri(), wait_until="load", timeout=_TIMEOUT_MS)
+                page.wait_for_function(_WAIT_FOR_MATHJAX, timeout=_TIMEOUT_MS)
+                page.evaluate(_SCROLL_THROUGH)
                 data = page.evaluate(PAGE_SCRIPT)
                 if screenshots is not None:
                     report.screenshot = screenshots / (name.replace("/", "__").removesuffix(".html") + ".png")

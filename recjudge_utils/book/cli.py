@@ -62,8 +62,8 @@ from recjudge_utils.paths import DEFAULT_RUN, project_root
 __all__ = ["main", "profile_from_args"]
 
 #: the parameter naming the run folder of a notebook executed outside the runner (papermill, JupyterLab)
-RUN_NAME_PARAMETER = "run_name"
-COMMANDS = ("run", "plan", "build", "export", "replay", "report", "list", "params", "tune")
+_RUN_NAME_PARAMETER = "run_name"
+_COMMANDS = ("run", "plan", "build", "export", "replay", "report", "list", "params", "tune")
 #: flags of the former single-command interface, now subcommands
 OLD_FLAGS = {
     "--plan": "plan [--run NAME] [--judge PROFILE] [--scale paper] ...",
@@ -71,7 +71,7 @@ OLD_FLAGS = {
     "--replay": "replay ARCHIVE",
     "--build-only": "build --run NAME",
 }
-PARAMETER_HELP = (
+_PARAMETER_HELP = (
     "set notebook parameter NAME to VALUE in every notebook that declares it (repeatable). VALUE is read as YAML: "
     "200, 0.5, [a, b], null, text. Not 'judge' (use --judge), not 'run_name' (use --run), never an API key. "
     "'python -m recjudge_utils.book list' shows every notebook's parameters"
@@ -175,7 +175,7 @@ def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
     return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def judges_text() -> list[str]:
+def _judges_text() -> list[str]:
     """Every profile under ``judges/``: backend, model, endpoint (and the key's variable name)."""
     folder = profile_dir()
     rows = [["profile", "backend", "model", "endpoint"]]
@@ -189,6 +189,8 @@ def judges_text() -> list[str]:
             endpoint = "embedded llama.cpp server (no key, offline)"
         elif p.backend_name == "sim":
             endpoint = "simulated judge (no model, no key)"
+        elif p.backend_name == "panel":
+            endpoint = "panel of " + ", ".join(m["name"] for m in p.to_dict()["members"])
         else:  # the fields of a remote profile (read from its dict: the profile classes differ per backend)
             fields = p.to_dict()
             endpoint = fields.get("base_url") or "https://api.openai.com/v1"
@@ -197,7 +199,7 @@ def judges_text() -> list[str]:
     return ["judges (--judge NAME, or a YAML path; files under judges/):", *_columns(rows)]
 
 
-def notebooks_text(root: Path) -> list[str]:
+def _notebooks_text(root: Path) -> list[str]:
     """Each notebook's parameters: default (as declared) and paper-scale value with its paper section."""
     lines = [
         "",
@@ -211,7 +213,7 @@ def notebooks_text(root: Path) -> list[str]:
             default = repr(p.value) if p.literal else p.source or "(no default)"
             if p.name == JUDGE_PARAMETER:
                 rows.append([p.name, default, "--judge", "the run's judge profile"])
-            elif p.name == RUN_NAME_PARAMETER:
+            elif p.name == _RUN_NAME_PARAMETER:
                 rows.append([p.name, default, "--run", "papermill only: the run folder (the runner sets it)"])
             elif p.name in paper:
                 rows.append([p.name, default, repr(paper[p.name].value), paper[p.name].source])
@@ -221,7 +223,7 @@ def notebooks_text(root: Path) -> list[str]:
     return lines
 
 
-def write_parameter_files(root: Path, check: bool) -> int:
+def _write_parameter_files(root: Path, check: bool) -> int:
     """Write (or, ``check``, compare) ``notebooks/params/paper/*.yaml`` with what :data:`PAPER_SCALE` says now."""
     notebooks = select_notebooks(root / "notebooks", None)
     declared = {nb.stem: {p.name for p in parameter_cell(nb)} for nb in notebooks}
@@ -257,7 +259,7 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="with --model: an OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
     parser.add_argument("--scale", choices=SCALES, default="demo", help="demo (defaults) or paper (the papers' sizes)")
     parser.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=PARAMETER_HELP
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=_PARAMETER_HELP
     )
     parser.add_argument(
         "--only",
@@ -268,7 +270,7 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-output", action="store_true", help="stream notebook output to this terminal")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per action (a bare command line means ``run``)."""
     parser = argparse.ArgumentParser(
         prog="python -m recjudge_utils.book", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -322,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune_p.add_argument("--dataset", help="notebook 2's dataset (default: its parameter, ml-100k)")
     tune_p.add_argument("--scale", choices=SCALES, default="demo", help="demo (defaults) or paper (the papers' sizes)")
     tune_p.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=PARAMETER_HELP
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=_PARAMETER_HELP
     )
     tune_p.add_argument(
         "--folds", nargs="+", type=int, metavar="FOLD", help="tune only these folds (0-based; default: every fold)"
@@ -335,17 +337,17 @@ def _arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
         flag = arg.split("=", 1)[0]
         if flag in OLD_FLAGS:
             parser.error(f"{flag} is now a subcommand: python -m recjudge_utils.book {OLD_FLAGS[flag]}")
-    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help")):
         argv = ["run", *argv]  # the bare command line of the Makefile and of earlier versions
     return parser.parse_args(argv)
 
 
 def _dispatch(args: argparse.Namespace, root: Path) -> int:
     if args.command == "list":
-        print("\n".join([*judges_text(), *notebooks_text(root)]))
+        print("\n".join([*_judges_text(), *_notebooks_text(root)]))
         return 0
     if args.command == "params":
-        return write_parameter_files(root, args.check)
+        return _write_parameter_files(root, args.check)
     if args.command == "build":
         build_book(root, args.run)
         return 0
@@ -385,7 +387,7 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; library errors become ``error: ...`` on stderr and an exit code (see the module doc)."""
-    parser = build_parser()
+    parser = _build_parser()
     args = _arguments(parser, list(sys.argv[1:] if argv is None else argv))
     root = project_root()
     if root is None:

@@ -52,7 +52,7 @@ NO_CHROMIUM_MESSAGE = (
     "again."
 )
 #: the theme's navigation: a report is read top to bottom, with nothing to navigate to
-LAYOUT_SELECTORS = (
+_LAYOUT_SELECTORS = (
     "#jb-print-docs-body",  # a printed title and contents, which would come before the manifest
     "#pst-skip-link",
     ".bd-header",
@@ -67,7 +67,7 @@ LAYOUT_SELECTORS = (
     "a.headerlink",
     "#pst-back-to-top",
 )
-REPORT_CSS = """
+_REPORT_CSS = """
 .bd-page-width { max-width: 64rem; }
 .bd-main .bd-content .bd-article-container { max-width: 100%; }
 .bd-main .bd-content { justify-content: center; }
@@ -89,12 +89,12 @@ REPORT_CSS = """
 #: virtual milliseconds Chromium may spend loading MathJax and typesetting (fast-forwarded when idle)
 MATH_BUDGET_MS = 120_000
 TYPESET_MARK = "data-report-math"
-URL_IN_CSS = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
-IMPORT_IN_CSS = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'");]+)['"]?\s*\)?\s*;""")
+_URL_IN_CSS = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
+_IMPORT_IN_CSS = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'");]+)['"]?\s*\)?\s*;""")
 #: a @font-face's fallbacks in older formats, left out: every browser that shows the report reads its WOFF/WOFF2
 #: first choice, and the fallbacks are as large again
-FALLBACK_FONTS = (".ttf", ".otf", ".eot")
-MATHJAX_FONT_FACE = re.compile(r"@font-face\s*\{[^}]*?font-family:\s*([\w-]+);[^}]*\}")
+_FALLBACK_FONTS = (".ttf", ".otf", ".eot")
+_MATHJAX_FONT_FACE = re.compile(r"@font-face\s*\{[^}]*?font-family:\s*([\w-]+);[^}]*\}")
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def report_toc(toc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def prepare_sources(book_dir: Path, run_folder: Path, manifest: RunManifest, work: Path) -> Path:
+def _prepare_sources(book_dir: Path, run_folder: Path, manifest: RunManifest, work: Path) -> Path:
     """A copy of the book's sources with the run's executed notebooks, the manifest page, and the report's
     configuration (code sources removed, the manifest first)."""
     source = work / "book"
@@ -160,7 +160,7 @@ def prepare_sources(book_dir: Path, run_folder: Path, manifest: RunManifest, wor
     return source
 
 
-def build_single_page(source: Path) -> Path:
+def _build_single_page(source: Path) -> Path:
     """Build ``source`` with Jupyter Book's ``singlehtml`` builder; its output folder. The one page is
     ``<folder>/<MANIFEST_PAGE>.html``, and every URL in it is relative to the folder, wherever the page is."""
     jb = Path(sys.executable).with_name("jupyter-book")
@@ -179,7 +179,7 @@ def data_uri(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
 
 
-def local_file(base: Path, url: str) -> Path | None:
+def _local_file(base: Path, url: str) -> Path | None:
     """The file a relative URL (or ``file:`` URL) names, when it exists; None for remote URLs and fragments."""
     parts = urlsplit(url)
     if parts.scheme not in ("", "file") or not parts.path:
@@ -188,26 +188,26 @@ def local_file(base: Path, url: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def inline_css(css: str, base: Path) -> str:
+def _inline_css(css: str, base: Path) -> str:
     """The stylesheet with its ``@import``s inlined and every ``url()`` embedded (a missing file becomes empty)."""
 
     def imported(match: re.Match[str]) -> str:
-        path = local_file(base, match.group(1))
-        return inline_css(path.read_text(encoding="utf-8"), path.parent) if path else ""
+        path = _local_file(base, match.group(1))
+        return _inline_css(path.read_text(encoding="utf-8"), path.parent) if path else ""
 
     def embedded(match: re.Match[str]) -> str:
         url = match.group(2).strip()
         if url.startswith(("data:", "#")):
             return match.group(0)
-        path = local_file(base, url)
-        if path is None or path.suffix in FALLBACK_FONTS:
+        path = _local_file(base, url)
+        if path is None or path.suffix in _FALLBACK_FONTS:
             return 'url("data:,")'
         return f'url("{data_uri(path)}")'
 
-    return URL_IN_CSS.sub(embedded, IMPORT_IN_CSS.sub(imported, css))
+    return _URL_IN_CSS.sub(embedded, _IMPORT_IN_CSS.sub(imported, css))
 
 
-def self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
+def _self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
     """The single page of the build in ``base`` with stylesheets and images embedded, scripts, navigation and
     links to other files removed; and the page's MathJax configuration (empty when the page has no math)."""
     itself = f"{MANIFEST_PAGE}.html"
@@ -219,10 +219,10 @@ def self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
             mathjax = json.loads(text.split("=", 1)[1].strip().rstrip(";"))
         script.decompose()
     for link in soup.find_all("link"):
-        path = local_file(base, str(link.get("href", "")))
+        path = _local_file(base, str(link.get("href", "")))
         if "stylesheet" in (link.get("rel") or []) and path is not None:
             style = soup.new_tag("style")
-            style.string = inline_css(path.read_text(encoding="utf-8"), path.parent)
+            style.string = _inline_css(path.read_text(encoding="utf-8"), path.parent)
             link.replace_with(style)
         else:
             link.decompose()
@@ -230,11 +230,11 @@ def self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
     anchor = f"document-{MANIFEST_PAGE}"  # singlehtml gives every inlined page this anchor but the root page
     if article is not None and soup.find(id=anchor) is None:
         article.insert(0, soup.new_tag("span", id=anchor))
-    for selector in LAYOUT_SELECTORS:
+    for selector in _LAYOUT_SELECTORS:
         for node in soup.select(selector):
             node.decompose()
     for img in soup.find_all("img"):
-        path = local_file(base, str(img.get("src", "")))
+        path = _local_file(base, str(img.get("src", "")))
         if path is not None:
             img["src"] = data_uri(path)
     for a in soup.find_all("a", href=True):
@@ -245,7 +245,7 @@ def self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
             else:
                 a.unwrap()  # another file of the build: not in a one-file report
     style = soup.new_tag("style")
-    style.string = REPORT_CSS
+    style.string = _REPORT_CSS
     (soup.head or soup).append(style)
     if soup.html is not None:  # the theme's colours are keyed on data-theme, which its (removed) script set
         soup.html["data-theme"] = "light"
@@ -253,12 +253,12 @@ def self_contained(base: Path) -> tuple[BeautifulSoup, dict[str, Any]]:
     return soup, mathjax
 
 
-def has_math(soup: BeautifulSoup) -> bool:
+def _has_math(soup: BeautifulSoup) -> bool:
     """Whether the page holds TeX for MathJax (Sphinx marks it with the ``math`` class)."""
     return soup.select_one(".math") is not None
 
 
-def typeset_math(soup: BeautifulSoup, config: dict[str, Any], mathjax_js: Path, chromium: str, work: Path) -> str:
+def _typeset_math(soup: BeautifulSoup, config: dict[str, Any], mathjax_js: Path, chromium: str, work: Path) -> str:
     """The page with its math typeset by MathJax in headless Chromium, MathJax's stylesheet and fonts embedded
     and its scripts removed (RuntimeError when MathJax did not finish)."""
     fonts = mathjax_js.parent / "output" / "chtml" / "fonts" / "woff-v2"
@@ -280,7 +280,7 @@ def typeset_math(soup: BeautifulSoup, config: dict[str, Any], mathjax_js: Path, 
     page = work / "typeset.html"
     page.write_text(str(soup), encoding="utf-8")
     done = subprocess.run(
-        [*chromium_command(chromium, work), "--dump-dom", f"--virtual-time-budget={MATH_BUDGET_MS}", page.as_uri()],
+        [*_chromium_command(chromium, work), "--dump-dom", f"--virtual-time-budget={MATH_BUDGET_MS}", page.as_uri()],
         capture_output=True,
         text=True,
         timeout=600,
@@ -294,31 +294,31 @@ def typeset_math(soup: BeautifulSoup, config: dict[str, Any], mathjax_js: Path, 
     used = {"MJXZERO", "MJXTEX"} | {f"MJX{c}" for c in variants if c.startswith("TEX-")}
     for style in typeset.find_all("style"):
         if str(style.get("id", "")).startswith("MJX"):
-            css = MATHJAX_FONT_FACE.sub(lambda m: m.group(0) if m.group(1) in used else "", style.get_text())
-            style.string = inline_css(css, fonts)
+            css = _MATHJAX_FONT_FACE.sub(lambda m: m.group(0) if m.group(1) in used else "", style.get_text())
+            style.string = _inline_css(css, fonts)
     for script in typeset.find_all("script"):
         script.decompose()
-    return html_document(typeset)
+    return _html_document(typeset)
 
 
-def html_document(soup: BeautifulSoup) -> str:
+def _html_document(soup: BeautifulSoup) -> str:
     """The page as text, with the doctype that keeps browsers out of quirks mode (a DOM dump may lack it)."""
     text = str(soup).lstrip()
     return text if text[:9].upper() == "<!DOCTYPE" else "<!DOCTYPE html>\n" + text
 
 
-def chromium_command(chromium: str, work: Path) -> list[str]:
+def _chromium_command(chromium: str, work: Path) -> list[str]:
     """Headless Chromium with a profile of its own (a second Chromium on the machine does not lock it)."""
     profile = work / "chromium-profile"
     return [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"]
 
 
-def print_pdf(html: Path, pdf: Path, chromium: str, work: Path) -> None:
+def _print_pdf(html: Path, pdf: Path, chromium: str, work: Path) -> None:
     """Print ``html`` to ``pdf`` with headless Chromium (RuntimeError when no PDF appears)."""
     pdf.unlink(missing_ok=True)
     done = subprocess.run(
         [
-            *chromium_command(chromium, work),
+            *_chromium_command(chromium, work),
             "--no-pdf-header-footer",
             "--generate-pdf-document-outline",  # the headings as the PDF's bookmarks: its table of contents
             f"--print-to-pdf={pdf}",
@@ -346,17 +346,17 @@ def write_report(
     html_path, pdf_path = out_dir / f"{manifest.run}.html", out_dir / f"{manifest.run}.pdf"
     with tempfile.TemporaryDirectory(prefix="recjudge-report-") as tmp:
         work = Path(tmp)
-        built = build_single_page(prepare_sources(book_dir, run_folder, manifest, work))
-        soup, mathjax = self_contained(built)
+        built = _build_single_page(_prepare_sources(book_dir, run_folder, manifest, work))
+        soup, mathjax = _self_contained(built)
         mathjax_js = next(iter(sorted(built.glob("**/mathjax/tex-chtml.js"))), None)
         typeset = False
-        if chromium and has_math(soup) and mathjax_js is not None:
-            html_path.write_text(typeset_math(soup, mathjax, mathjax_js, chromium, work), encoding="utf-8")
+        if chromium and _has_math(soup) and mathjax_js is not None:
+            html_path.write_text(_typeset_math(soup, mathjax, mathjax_js, chromium, work), encoding="utf-8")
             typeset = True
         else:
-            html_path.write_text(html_document(soup), encoding="utf-8")
+            html_path.write_text(_html_document(soup), encoding="utf-8")
         if chromium:
-            print_pdf(html_path, pdf_path, chromium, work)
+            _print_pdf(html_path, pdf_path, chromium, work)
         else:
             pdf_path.unlink(missing_ok=True)  # a PDF of an earlier report would not match this HTML
     return ReportFiles(html_path, pdf_path if chromium else None, typeset, round(time.perf_counter() - started, 1))

@@ -46,14 +46,15 @@ from recjudge_utils.book.usage import (
     plan_summary,
     read_jsonl,
 )
-from recjudge_utils.judge.backends import backend_class
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
-from recjudge_utils.judge.planning import PLAN_FILE
+from recjudge_utils.judge.planning import plan_files
 from recjudge_utils.judge.profiles import JudgeProfile
+from recjudge_utils.judge.records import logged_calls
 from recjudge_utils.paths import (
     DEFAULT_RUN,
     MANIFEST_FILE,
     SELECTED_TEMPLATE_FILE,
+    RunMode,
     check_run_name,
     project_root,
     runs_dir,
@@ -86,12 +87,12 @@ __all__ = [
     "select_notebooks",
 ]
 
-HIDDEN_CELL_TAGS = ("parameters", "injected-parameters")
+_HIDDEN_CELL_TAGS = ("parameters", "injected-parameters")
 PLAN_JSON = "plan.json"
-SECRET_PARAMETERS = {"api_key", "openai_api_key"}
-SECRET_PARAMETER_MESSAGE = "the API key is read from the environment (the profile's api_key_env), never a parameter"
+_SECRET_PARAMETERS = {"api_key", "openai_api_key"}
+_SECRET_PARAMETER_MESSAGE = "the API key is read from the environment (the profile's api_key_env), never a parameter"
 #: parameters the runner sets itself: a ``-p`` for them would make the manifest lie about the run
-RUNNER_PARAMETERS = {
+_RUNNER_PARAMETERS = {
     "judge": "-p judge: the judge is the run's profile, recorded in its manifest: use --judge PROFILE "
     "(or --model/--base-url)",
     "run_name": "-p run_name: the runner names the run folder: use --run NAME",
@@ -222,17 +223,17 @@ def git_commit(root: Path) -> str:
     return sha + ("-dirty" if dirty else "")
 
 
-def tidy_executed_notebook(path: Path) -> None:
+def _tidy_executed_notebook(path: Path) -> None:
     """Prepare an executed copy for the book: collapse the parameters / injected-parameters cells."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
-        if any(tag in tags for tag in HIDDEN_CELL_TAGS) and "hide-cell" not in tags:
+        if any(tag in tags for tag in _HIDDEN_CELL_TAGS) and "hide-cell" not in tags:
             cell["metadata"]["tags"] = [*tags, "hide-cell"]
     nbformat.write(nb, path)
 
 
-def describe_failure(exc: Exception) -> tuple[int | None, str]:
+def _describe_failure(exc: Exception) -> tuple[int | None, str]:
     """Cell index (1-based, as counted in the notebook) and a one-line error from a papermill failure."""
     cell_index = getattr(exc, "cell_index", None)
     ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
@@ -275,10 +276,10 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], log
         run_.status = "ok"
     except Exception as exc:  # papermill raises PapermillExecutionError, but a kernel death is another type
         run_.status = "failed"
-        run_.failed_cell, run_.error = describe_failure(exc)
+        run_.failed_cell, run_.error = _describe_failure(exc)
     run_.seconds = round(time.perf_counter() - started, 1)
     if output.exists():
-        tidy_executed_notebook(output)
+        _tidy_executed_notebook(output)
     return run_
 
 
@@ -288,13 +289,13 @@ def run_dir(name: str) -> Path:
 
 
 #: the chapter that reads every other chapter's ``results.json`` of every run: executed after all the others
-READS_ALL_RESULTS = "06_judges_compared.ipynb"
+_READS_ALL_RESULTS = "06_judges_compared.ipynb"
 
 
 def select_notebooks(notebook_dir: Path, only: Sequence[str] | None) -> list[Path]:
     """The notebooks of ``notebook_dir`` (sorted, :data:`READS_ALL_RESULTS` last), or those whose name starts with
     one of ``only``."""
-    notebooks = sorted(notebook_dir.glob("*.ipynb"), key=lambda nb: (nb.name == READS_ALL_RESULTS, nb.name))
+    notebooks = sorted(notebook_dir.glob("*.ipynb"), key=lambda nb: (nb.name == _READS_ALL_RESULTS, nb.name))
     if only:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(prefix) for prefix in only)]
         if not notebooks:
@@ -311,6 +312,14 @@ def template_selection_line(selected_file: Path) -> str:
     return f"template selection: {choice.template}, {choice.why} (chapter 2 uses its template parameter)"
 
 
+def _endpoint_of(judge: Mapping[str, Any]) -> str:
+    """Where the judge's calls go, for the manifest page (a panel: its members')."""
+    if judge.get("backend") == "panel":
+        members = [m for m in judge.get("members") or [] if isinstance(m, Mapping)]
+        return "panel of " + ", ".join(f"{m.get('name')} ({_endpoint_of(m)})" for m in members)
+    return str(judge.get("base_url") or "embedded / local")
+
+
 def manifest_markdown(manifest: RunManifest) -> str:
     """The manifest as a book page, so every published report says what produced it."""
     judge = manifest.judge
@@ -325,7 +334,7 @@ def manifest_markdown(manifest: RunManifest) -> str:
         f"| run | `{manifest.run}` |",
         f"| judge profile | `{judge.get('name')}` (backend `{judge.get('backend') or ''}`) |",
         f"| judge model | `{judge.get('model')}` |",
-        f"| endpoint | `{judge.get('base_url') or 'embedded / local'}` |",
+        f"| endpoint | `{_endpoint_of(judge)}` |",
         f"| scale | {manifest.scale} |",
         f"| status | {manifest.status} |",
         f"| recjudge_utils version | {manifest.package_version} |",
@@ -356,9 +365,9 @@ def manifest_markdown(manifest: RunManifest) -> str:
             "| --- | --- | --- | --- |",
             *changes,
         ]
-    health = judge_health_table(manifest)
+    health = _judge_health_table(manifest)
     lines += ["", *health] if health else []
-    lines += ["", *plan_beside_actual(manifest)]
+    lines += ["", *_plan_beside_actual(manifest)]
     return "\n".join(lines) + "\n"
 
 
@@ -377,7 +386,7 @@ def _reason_cell(row: dict[str, Any]) -> str:
     return "; ".join(parts) or "-"
 
 
-def judge_health_table(manifest: RunManifest) -> list[str]:
+def _judge_health_table(manifest: RunManifest) -> list[str]:
     """The manifest page's judge health: per notebook, what its judge's answers were worth, flagged where more than
     a fifth were unusable."""
     rows = manifest.judge_health
@@ -402,7 +411,7 @@ def judge_health_table(manifest: RunManifest) -> list[str]:
     return lines
 
 
-def plan_beside_actual(manifest: RunManifest) -> list[str]:
+def _plan_beside_actual(manifest: RunManifest) -> list[str]:
     """The manifest page's table of planned and measured calls, tokens, cost and time per notebook."""
     actual = {r["notebook"]: r for r in (manifest.actual or {}).get("notebooks", [])}
     plan = {r["notebook"]: r for r in (manifest.plan or {}).get("notebooks", [])}
@@ -438,7 +447,7 @@ def plan_beside_actual(manifest: RunManifest) -> list[str]:
     return lines
 
 
-def write_manifest(folder: Path, manifest: RunManifest) -> None:
+def _write_manifest(folder: Path, manifest: RunManifest) -> None:
     """``manifest.json`` and its book page ``run_manifest.md``, each replaced whole (chapter 6 may be reading)."""
     folder.mkdir(parents=True, exist_ok=True)
     adaptations = folder / ADAPTATIONS_FILE
@@ -492,7 +501,7 @@ def _selection(
     extra = dict(parameters or {})
     check_parameter_names(extra)
     declared = {nb: declared_parameters(nb) for nb in notebooks}
-    known: set[str] = set().union(*declared.values()) - set(RUNNER_PARAMETERS)
+    known: set[str] = set().union(*declared.values()) - set(_RUNNER_PARAMETERS)
     unknown = sorted(set(extra) - known)
     if unknown:
         raise ValueError(unknown_parameters_message(unknown, known, [nb.name for nb in notebooks]))
@@ -510,11 +519,11 @@ def check_selection(
 def check_parameter_names(names: Iterable[str]) -> None:
     """Refuse the API key and the parameters the runner sets itself (``judge``, ``run_name``) as ``-p`` names."""
     names = list(names)
-    if SECRET_PARAMETERS & {name.lower() for name in names}:
-        raise ValueError(SECRET_PARAMETER_MESSAGE)
+    if _SECRET_PARAMETERS & {name.lower() for name in names}:
+        raise ValueError(_SECRET_PARAMETER_MESSAGE)
     for name in names:
-        if name in RUNNER_PARAMETERS:
-            raise ValueError(RUNNER_PARAMETERS[name])
+        if name in _RUNNER_PARAMETERS:
+            raise ValueError(_RUNNER_PARAMETERS[name])
 
 
 def unknown_parameters_message(unknown: Sequence[str], known: Iterable[str], notebooks: Sequence[str]) -> str:
@@ -589,17 +598,14 @@ def run(
         manifest.plan = _matching_plan(json.loads(plan_path.read_text(encoding="utf-8")), profile, scale)
     params_of = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
     manifest.notebooks = [NotebookRun(nb.name, str(out_dir / nb.name), params_of[nb]) for nb in notebooks]
-    write_manifest(folder, manifest)  # preliminary: chapter 6 names this run's judge while it executes
+    _write_manifest(folder, manifest)  # preliminary: chapter 6 names this run's judge while it executes
     started = time.perf_counter()
     # usage, plan and cost cover the notebooks that judge with the run's profile (declare ``judge``); chapter 5's
     # simulated judge is a teaching tool, not this run's judge, and its calls are not this judge's bill
     offsets = log_offsets(folder, [nb.stem for nb in notebooks if JUDGE_PARAMETER in declared[nb]])
     computed_before = len(compute_log())
-    env = {
-        "RECJUDGE_RUN_DIR": str(folder),
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        "RECJUDGE_OFFLINE": "1" if offline else "0",
-    }
+    env = {"RECJUDGE_RUN_DIR": str(folder), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env |= RunMode(offline=offline).environment()
     with environment(env):
         for i, nb in enumerate(notebooks):
             params = params_of[nb]
@@ -608,7 +614,7 @@ def run(
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)
             manifest.notebooks[i] = result
             manifest.seconds = round(time.perf_counter() - started, 1)
-            write_manifest(folder, manifest)
+            _write_manifest(folder, manifest)
             where = f" at cell {result.failed_cell}" if result.failed_cell else ""
             print(f"[{nb.name}] {result.status} in {result.seconds:.0f} s{where}", flush=True)
             if result.error:
@@ -623,7 +629,7 @@ def run(
     manifest.judge_health = judge_health(folder, offsets)
     failures = [r for r in manifest.notebooks if r.status != "ok"]
     manifest.status = "failed" if failures else "ok"
-    write_manifest(folder, manifest)
+    _write_manifest(folder, manifest)
     shutil.copy2(folder / "run_manifest.md", out_dir / "run_manifest.md")
     for row in manifest.judge_health:  # before a failure is raised: a failing judge is often why a notebook failed
         if row["flagged"]:
@@ -641,7 +647,7 @@ def run(
 
 
 #: parameters that change no request, set in plan mode to what costs least (bootstrap resamples of the reported CIs)
-PLAN_SHORTCUTS: dict[str, Any] = {"n_boot": 20}
+_PLAN_SHORTCUTS: dict[str, Any] = {"n_boot": 20}
 
 
 #: the hidden first cell of each notebook in a plan kernel: no variable or stand-in stripe carries over, and what is
@@ -669,7 +675,7 @@ class _PlanKernel:
         self.km = KernelManager(kernel_name="python3")
 
     def __enter__(self) -> _PlanKernel:
-        self.km.start_kernel(cwd=str(self.cwd))  # inherits this process's environment (RECJUDGE_PLAN, ...)
+        self.km.start_kernel(cwd=str(self.cwd))  # inherits this process's environment (its RunMode)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -783,8 +789,9 @@ def _plan_into(
     notebooks = [nb for nb, names in declared.items() if JUDGE_PARAMETER in names]
     params = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
     for nb in notebooks:
-        params[nb].update({k: v for k, v in PLAN_SHORTCUTS.items() if k in declared[nb]})
-    env = {"RECJUDGE_RUN_DIR": str(scratch), "RECJUDGE_PLAN": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        params[nb].update({k: v for k, v in _PLAN_SHORTCUTS.items() if k in declared[nb]})
+    env = {"RECJUDGE_RUN_DIR": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env |= RunMode(plan_folder=scratch).environment()
     with environment(env):
         results = _plan_notebooks(notebooks, params, scratch, log_output) if notebooks else {}
     methods = {nb.stem: _plan_method(scratch, nb.stem) for nb in notebooks}
@@ -824,6 +831,7 @@ def plan(
         "completion_token_rule": table.attrs["completion_token_rule"],
         "recommenders": methods,
         "notebooks": table.to_dict("records"),
+        **({"members": table.attrs["members"]} if "members" in table.attrs else {}),  # a panel: each member's plan
     }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / PLAN_JSON).write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
@@ -860,9 +868,9 @@ class CacheCheck:
 
 def _failed_keys(log: Path) -> set[str]:
     """Cache keys a judgment log says were asked and never answered (every call of them failed)."""
-    records = read_jsonl(log)
-    failed = {str(r.get("cache_key")) for r in records if r.get("status") == "error"}
-    return failed - {str(r.get("cache_key")) for r in records if r.get("status") != "error"}
+    calls = [c for r in read_jsonl(log) for c in logged_calls(r)]  # a panel's record: its members' calls
+    failed = {str(c.get("cache_key")) for c in calls if c.get("status") == "error"}
+    return failed - {str(c.get("cache_key")) for c in calls if c.get("status") != "error"}
 
 
 def _cache_checks(
@@ -872,7 +880,7 @@ def _cache_checks(
     those the ones that failed when the run was made (``run_folder``'s logs)."""
     checks = []
     for nb in notebooks:
-        records = read_jsonl(scratch / nb.stem / PLAN_FILE)
+        records = [r for path in plan_files(scratch, nb.stem) for r in read_jsonl(path)]
         exact = {str(r["cache_key"]): bool(r.get("cached")) for r in records if not r.get("chained")}
         chained = {str(r["cache_key"]) for r in records if r.get("chained")}
         stand_ins = str(methods.get(nb.stem, {}).get("stand_ins") or "")
@@ -907,8 +915,8 @@ def check_offline(
     adapted its requests (``endpoint_adaptations.json``): the plan renders them unadapted, so the check is skipped.
     The plan runs in a temporary folder; nothing is written into the run's."""
     root, declared, extra = _selection(root, only, parameters)
-    if backend_class(profile.backend_name).computes_answers:
-        return []  # the simulated judge answers offline whatever the cache holds
+    if profile.computes_answers:
+        return []  # the simulated judge (or a panel of them) answers offline whatever the cache holds
     adaptations = run_dir(run_name) / ADAPTATIONS_FILE
     if adaptations.exists() and json.loads(adaptations.read_text(encoding="utf-8")):
         print(

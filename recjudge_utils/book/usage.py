@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.judge.panel import member_folder
 from recjudge_utils.judge.planning import JUDGE_FILE, PLAN_FILE, SAMPLE_SIZE, SAMPLES_FILE, prompt_chars
 from recjudge_utils.judge.pricing import BATCH_DISCOUNT, PriceTable
-from recjudge_utils.judge.profiles import JudgeProfile
-from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG, reason_kind
+from recjudge_utils.judge.profiles import JudgeProfile, PanelProfile
+from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG, logged_calls, reason_kind
 from recjudge_utils.paths import runs_dir
 
 __all__ = [
-    "DEFAULT_LATENCY_S",
     "METHOD_FILE",
     "UNUSABLE_SHARE_FLAG",
     "TokenRule",
@@ -47,19 +47,18 @@ __all__ = [
     "health_from_logs",
     "health_line",
     "judge_health",
-    "judge_latency",
     "plan_summary",
     "read_jsonl",
     "token_rule",
 ]
 
 #: seconds per call when no earlier run of this judge has measured it (embedded: measured here on 2 cores)
-DEFAULT_LATENCY_S = {"embedded": 6.0, "openai": 2.0, "batch": 2.0, "sim": 0.0}
+_DEFAULT_LATENCY_S = {"embedded": 6.0, "openai": 2.0, "batch": 2.0, "sim": 0.0}
 #: per notebook in the plan folder: how its requests were rendered (written by the runner, see plan_standin)
 METHOD_FILE = "plan_method.json"
 #: earlier calls read per template to calibrate tokens (enough for a stable ratio, bounded time on big logs)
-MAX_CALIBRATION_CALLS = 2000
-PLAN_COLUMNS = [
+_MAX_CALIBRATION_CALLS = 2000
+_PLAN_COLUMNS = [
     "notebook",
     "requests",
     "calls",
@@ -73,7 +72,7 @@ PLAN_COLUMNS = [
 ]
 
 
-def with_total(table: pd.DataFrame) -> pd.DataFrame:
+def _with_total(table: pd.DataFrame) -> pd.DataFrame:
     """The table with a TOTAL row; integer columns stay integers."""
     ints = [c for c in table.columns if c != "notebook" and pd.api.types.is_integer_dtype(table[c])]
     total = table.drop(columns="notebook").sum(numeric_only=True).to_frame().T
@@ -105,7 +104,7 @@ class Latency:
     source: str
 
 
-def judge_latency(profile: JudgeProfile, exclude: Path | None = None) -> Latency:
+def _judge_latency(profile: JudgeProfile, exclude: Path | None = None) -> Latency:
     """Mean seconds per fresh call of this judge in earlier runs (same model), or the stated default."""
     samples: list[float] = []
     for log in runs_dir().glob("*/*/judgments.jsonl"):
@@ -122,7 +121,7 @@ def judge_latency(profile: JudgeProfile, exclude: Path | None = None) -> Latency
                 samples.append(float(rec["latency_s"]))
     if samples:
         return Latency(sum(samples) / len(samples), f"mean of {len(samples)} earlier calls of this judge")
-    default = DEFAULT_LATENCY_S.get(profile.backend_name, 2.0)
+    default = _DEFAULT_LATENCY_S.get(profile.backend_name, 2.0)
     return Latency(default, f"default {default:g} s per call (no earlier run of this judge)")
 
 
@@ -242,7 +241,7 @@ def earlier_calls(endpoint: str, model: str, exclude: Path | None = None) -> lis
                 if rec.get("cache_hit") or rec.get("status") == "error" or rec.get("route") in ("plan", "sim"):
                     continue
                 key, tpl = str(rec.get("cache_key")), str(rec.get("template_id"))
-                if key in seen or not rec.get("prompt_tokens") or per_template[tpl] >= MAX_CALIBRATION_CALLS:
+                if key in seen or not rec.get("prompt_tokens") or per_template[tpl] >= _MAX_CALIBRATION_CALLS:
                     continue
                 seen.add(key)
                 per_template[tpl] += 1
@@ -391,10 +390,13 @@ def plan_summary(run_folder: Path, profile: JudgeProfile, notebooks: Iterable[st
     """Per notebook and in total: how its requests were rendered, calls the run would pay for (cached ones
     excluded), tokens by the judge's rule (``attrs``: the rule in words), cost with and without Batch, and hours at
     the profile's concurrency. ``estimated_calls`` counts chained requests whose prompt depends on earlier answers
-    (their tokens are estimates; every completion-token count is one)."""
+    (their tokens are estimates; every completion-token count is one). A panel's plan is its members' plans summed
+    (:func:`panel_plan_summary`)."""
     notebooks = list(notebooks)
+    if isinstance(profile, PanelProfile):
+        return _panel_plan_summary(run_folder, profile, notebooks)
     price_in, price_out = _prices(profile)
-    latency = judge_latency(profile, exclude=run_folder)
+    latency = _judge_latency(profile, exclude=run_folder)
     records = _plan_records(run_folder, notebooks)
     rule = token_rule(profile, run_folder, notebooks, records)
     fresh = records.loc[~records["cached"]].copy()
@@ -418,7 +420,7 @@ def plan_summary(run_folder: Path, profile: JudgeProfile, notebooks: Iterable[st
                 "hours": len(mine) * latency.seconds / max(1, profile.max_concurrency) / 3600,
             }
         )
-    table = with_total(pd.DataFrame(rows, columns=PLAN_COLUMNS))
+    table = _with_total(pd.DataFrame(rows, columns=_PLAN_COLUMNS))
     table.loc[table["notebook"] == "TOTAL", "requests"] = ""
     table.attrs.update(
         latency_s=latency.seconds,
@@ -430,6 +432,34 @@ def plan_summary(run_folder: Path, profile: JudgeProfile, notebooks: Iterable[st
     return table
 
 
+def _panel_plan_summary(run_folder: Path, profile: PanelProfile, notebooks: Iterable[str]) -> pd.DataFrame:
+    """A panel's plan: each member's plan (its own records under ``members/<member>/``, token rule, prices and
+    latency: :func:`plan_summary`), summed per notebook (members are asked one after the other, so their hours add
+    up too); ``attrs["members"]`` holds each member's table."""
+    notebooks = list(notebooks)
+    tables = {m.name: plan_summary(member_folder(run_folder, m.name), m, notebooks) for m in profile.member_profiles}
+    numeric = [c for c in _PLAN_COLUMNS if c not in ("notebook", "requests")]
+    table = next(iter(tables.values())).copy()  # every member's table has the same rows: the notebooks, then TOTAL
+    for other in list(tables.values())[1:]:
+        for column in numeric:  # column by column: integer counts stay integers
+            table[column] = table[column] + other[column].to_numpy()
+    table["requests"] = [_method(run_folder, nb) if nb != "TOTAL" else "" for nb in table["notebook"]]
+
+    def each(key: str) -> str:
+        return "; ".join(f"{name}: {t.attrs[key]}" for name, t in tables.items())
+
+    prices = [t.attrs["prices"] for t in tables.values()]
+    table.attrs.update(
+        latency_s=float(sum(t.attrs["latency_s"] for t in tables.values())),
+        latency_source="the members' latencies added up (" + each("latency_source") + ")",
+        prices=(round(float(sum(p[0] for p in prices)), 9), round(float(sum(p[1] for p in prices)), 9)),
+        prompt_token_rule=each("prompt_token_rule"),
+        completion_token_rule=each("completion_token_rule"),
+        members={name: t.to_dict("records") for name, t in tables.items()},
+    )
+    return table
+
+
 def actual_usage(run_folder: Path, offsets: Mapping[str, int], seconds: Mapping[str, float]) -> pd.DataFrame:
     """Per notebook and in total, from the judgment logs written by this execution (lines after ``offsets``):
     judgments, paid calls, cache hits, errors, unparsed (``budget_spent``: of which the output budget ran out before an
@@ -437,7 +467,8 @@ def actual_usage(run_folder: Path, offsets: Mapping[str, int], seconds: Mapping[
     rows = []
     for nb, start in offsets.items():
         recs = read_jsonl(run_folder / nb / "judgments.jsonl", start)
-        paid = [r for r in recs if not r.get("cache_hit") and r.get("status") != "error"]
+        # a panel's judgment holds its members' calls: those are what was paid for
+        paid = [c for r in recs for c in logged_calls(r) if not c.get("cache_hit") and c.get("status") != "error"]
         rows.append(
             {
                 "notebook": nb,
@@ -454,7 +485,7 @@ def actual_usage(run_folder: Path, offsets: Mapping[str, int], seconds: Mapping[
                 "hours": float(seconds.get(nb, 0.0)) / 3600,
             }
         )
-    return with_total(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
+    return _with_total(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
 
 
 def log_offsets(run_folder: Path, notebooks: Iterable[str]) -> dict[str, int]:
@@ -471,7 +502,7 @@ def log_offsets(run_folder: Path, notebooks: Iterable[str]) -> dict[str, int]:
 
 
 #: reasons kept per notebook and kind (unparsed, error) in the manifest
-HEALTH_REASONS = 3
+_HEALTH_REASONS = 3
 #: the client marks the extra request that asks a judge to repair an unparsed answer (``repair: true`` profiles)
 _REPAIR_MARK = "+repair"
 
@@ -488,7 +519,7 @@ def _health_row(notebook: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     unparsed_reasons = Counter(reason_kind(r.get("reason"), "unparsed") for r in asked if r.get("status") == "unparsed")
     error_reasons = Counter(reason_kind(r.get("reason"), "error") for r in asked if r.get("status") == "error")
     share = (unparsed + errors) / judgments if judgments else 0.0
-    return {
+    row = {
         "notebook": notebook,
         "judgments": judgments,
         "parsed": parsed,
@@ -498,9 +529,18 @@ def _health_row(notebook: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "repaired": repaired,
         "unusable_share": round(share, 4),
         "flagged": share > UNUSABLE_SHARE_FLAG,
-        "unparsed_reasons": [[k, n] for k, n in unparsed_reasons.most_common(HEALTH_REASONS)],
-        "error_reasons": [[k, n] for k, n in error_reasons.most_common(HEALTH_REASONS)],
+        "unparsed_reasons": [[k, n] for k, n in unparsed_reasons.most_common(_HEALTH_REASONS)],
+        "error_reasons": [[k, n] for k, n in error_reasons.most_common(_HEALTH_REASONS)],
     }
+    if any("panel" in r for r in asked):  # a judge panel: how often each member's own answer was unusable
+        excluded = Counter(
+            str(e.get("member"))
+            for r in asked
+            for e in (r.get("panel") or {}).get("excluded") or []
+            if e.get("status") != "parsed"
+        )
+        row["member_unusable"] = [[m, n] for m, n in sorted(excluded.items())]
+    return row
 
 
 def judge_health(run_folder: Path, offsets: Mapping[str, int]) -> list[dict[str, Any]]:
@@ -525,7 +565,10 @@ def health_line(row: Mapping[str, Any]) -> str:
     causes = [
         _most(int(row["unparsed"]), "unparsed", row.get("unparsed_reasons") or []),
         _most(int(row["errors"]), "errors" if row["errors"] != 1 else "error", row.get("error_reasons") or []),
+        ", ".join(f"{m} {n}" for m, n in row.get("member_unusable") or []),
     ]
+    if causes[-1]:
+        causes[-1] = "panel members' unusable answers: " + causes[-1]
     detail = "; ".join(c for c in causes if c)
     line = f"{row['notebook']} {row['parsed']} of {row['judgments']} answers usable"
     return f"{line} ({detail})" if detail else line

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-INTERACTION_COLUMNS = ("user", "item", "rating", "timestamp")
+_INTERACTION_COLUMNS = ("user", "item", "rating", "timestamp")
 ITEM_COLUMNS = ("item", "title", "genres")
 
 
@@ -85,7 +85,7 @@ def require_file(path: Path, dataset: str) -> Path:
     return path
 
 
-def read_bytes_checked(path: Path) -> bytes:
+def _read_bytes_checked(path: Path) -> bytes:
     """Whole file as bytes, transparently gunzipped for ``.gz``; a truncated/corrupt gzip is a DataFormatError."""
     raw = path.read_bytes()
     if path.suffix != ".gz":
@@ -156,7 +156,7 @@ def read_delimited(
     names = list(names)
     numeric = numeric or {}
     required = list(names if required is None else required)
-    raw = read_bytes_checked(path)
+    raw = _read_bytes_checked(path)
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -37,7 +37,7 @@ RECBOLE_ML100K_SHA256: dict[str, str] = {
     "ml-100k.item": "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532",
     "ml-100k.user": "4f670007d9cfbeb9807e757209af1555b9bcc186bde25e767f67cb67c6dd5972",
 }
-DOWNLOAD_TIMEOUT_S = 20
+_DOWNLOAD_TIMEOUT_S = 20
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def fetch_ml100k_from_wheel(
 def _download(d: Download, folder: Path, urlopen: Callable = urllib.request.urlopen) -> None:
     target = folder / d.filename
     tmp = folder / (d.filename + ".part")
-    with urlopen(d.url, timeout=DOWNLOAD_TIMEOUT_S) as resp:
+    with urlopen(d.url, timeout=_DOWNLOAD_TIMEOUT_S) as resp:
         folder.mkdir(parents=True, exist_ok=True)
         try:
             with open(tmp, "wb") as out:

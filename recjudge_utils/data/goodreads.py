@@ -35,7 +35,7 @@ from ._common import (
 )
 from .fetch import DatasetSpec, Download, register_dataset
 
-DATE_FORMAT = "%a %b %d %H:%M:%S %z %Y"
+_DATE_FORMAT = "%a %b %d %H:%M:%S %z %Y"
 TERMS = "UCSD Book Graph: academic use only; cite Wan & McAuley (RecSys 2018) and Wan et al. (ACL 2019)."
 
 
@@ -76,7 +76,7 @@ def load_goodreads(folder: Path, genre: str = "poetry", rated_only: bool = False
         ratings.append(float(r))
         dates.append(rec["date_added"])
         lines.append(lineno)
-    when = pd.to_datetime(pd.Series(dates, dtype="object"), format=DATE_FORMAT, errors="coerce", utc=True)
+    when = pd.to_datetime(pd.Series(dates, dtype="object"), format=_DATE_FORMAT, errors="coerce", utc=True)
     if when.isna().any():
         pos = int(np.flatnonzero(when.isna().to_numpy())[0])
         raise DataFormatError(

@@ -27,26 +27,35 @@ import pandas as pd
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions, unix_seconds
 from .fetch import DatasetSpec, register_dataset
 
-TIME_FORMAT = "%m/%d/%Y %I:%M:%S %p"
+_TIME_FORMAT = "%m/%d/%Y %I:%M:%S %p"
 TERMS = "MIND: Microsoft Research License Terms, non-commercial research use; cite Wu et al. (ACL 2020)."
-NEWS_COLUMNS = ["news_id", "category", "subcategory", "title", "abstract", "url", "title_entities", "abstract_entities"]
-BEHAVIOR_COLUMNS = ["impression_id", "user_id", "time", "history", "impressions"]
+_NEWS_COLUMNS = [
+    "news_id",
+    "category",
+    "subcategory",
+    "title",
+    "abstract",
+    "url",
+    "title_entities",
+    "abstract_entities",
+]
+_BEHAVIOR_COLUMNS = ["impression_id", "user_id", "time", "history", "impressions"]
 
 
 def load_mind(folder: Path, split: str = "train", verbose: bool = True) -> Dataset:
     """MIND small's ``split`` (``folder/<split>/behaviors.tsv`` and ``news.tsv``) as clicks on news items."""
     folder = Path(folder) / split
     npath = require_file(folder / "news.tsv", "mind")
-    news = read_delimited(npath, "\t", NEWS_COLUMNS, required=["news_id", "category", "subcategory", "title"])
+    news = read_delimited(npath, "\t", _NEWS_COLUMNS, required=["news_id", "category", "subcategory", "title"])
     bpath = require_file(folder / "behaviors.tsv", "mind")
     beh = read_delimited(
         bpath,
         "\t",
-        BEHAVIOR_COLUMNS,
+        _BEHAVIOR_COLUMNS,
         numeric={"impression_id": "int"},
         required=["impression_id", "user_id", "time", "impressions"],
     )
-    when = pd.to_datetime(beh["time"], format=TIME_FORMAT, errors="coerce")
+    when = pd.to_datetime(beh["time"], format=_TIME_FORMAT, errors="coerce")
     if when.isna().any():
         row = int(np.flatnonzero(when.isna().to_numpy())[0])
         raise DataFormatError(

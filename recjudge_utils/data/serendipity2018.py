@@ -52,12 +52,12 @@ from ._common import DataFormatError, SerendipityPairs, read_delimited, require_
 from .fetch import DatasetSpec, Download, register_dataset
 
 SERENDIPITY_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6")
-ALL_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")
+_ALL_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8")
 PAPER_G_COUNTS: dict[int, int] = {1: 321, 2: 1022, 3: 586, 4: 208, 5: 13}
 #: statements g reverses (6 - answer): none, the paper's "average of the five-level responses" (see the module doc)
 G_REVERSE_KEYED: tuple[str, ...] = ()
 #: statements behind the unexpectedness step score, with their direction (s3 is reverse-keyed)
-UNEXPECTEDNESS_STATEMENTS: tuple[str, ...] = ("s3", "s4", "s5", "s6")
+_UNEXPECTEDNESS_STATEMENTS: tuple[str, ...] = ("s3", "s4", "s5", "s6")
 LABEL = "Serendipity-2018 (real, GroupLens; user-annotated)"
 TERMS = (
     "Serendipity-2018 terms: research use only; no redistribution; no endorsement implied; cite Denis Kotkov, "
@@ -89,7 +89,7 @@ def serendipity_ground_truth(
 
 
 #: the rules :func:`g_rule_check` compares: name -> (reverse-keyed statements, round half to even)
-G_RULES: dict[str, tuple[tuple[str, ...], bool]] = {
+_G_RULES: dict[str, tuple[tuple[str, ...], bool]] = {
     "as given, half up (the book's)": ((), False),
     "as given, half to even": ((), True),
     "s3 reversed, half up": (("s3",), False),
@@ -108,7 +108,7 @@ def g_rule_check(answers: pd.DataFrame, paper: dict[int, int] = PAPER_G_COUNTS) 
     levels = range(1, 6)
     expected = np.array([paper[level] for level in levels], dtype=float)
     rows: list[dict[str, Any]] = []
-    for name, (reverse, half_even) in G_RULES.items():
+    for name, (reverse, half_even) in _G_RULES.items():
         g, _ = serendipity_ground_truth(answers, reverse_keyed=reverse, half_even=half_even)
         counts = g.dropna().astype(int).value_counts().reindex(levels, fill_value=0).to_numpy(dtype=float)
         n = counts.sum()
@@ -123,10 +123,10 @@ def g_rule_check(answers: pd.DataFrame, paper: dict[int, int] = PAPER_G_COUNTS) 
     return pd.DataFrame(rows).set_index("rule")
 
 
-def step_scores(answers: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def _step_scores(answers: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(relevance, unexpectedness) step scores 1..5 from the data (see the module doc; unexpectedness may be NaN)."""
     relevance = pd.Series(np.clip(round_half_up(answers["rating"].to_numpy(dtype=float)), 1, 5), index=answers.index)
-    _, mean = serendipity_ground_truth(answers, UNEXPECTEDNESS_STATEMENTS, reverse_keyed=("s3",))
+    _, mean = serendipity_ground_truth(answers, _UNEXPECTEDNESS_STATEMENTS, reverse_keyed=("s3",))
     unexpectedness = pd.Series(round_half_up(mean.to_numpy()), index=answers.index)
     return relevance.astype("int64"), unexpectedness
 
@@ -198,7 +198,7 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
     answers = read_delimited(
         answers_path,
         ",",
-        ["userId", "movieId", "rating", "timestamp", *ALL_STATEMENTS],
+        ["userId", "movieId", "rating", "timestamp", *_ALL_STATEMENTS],
         header=True,
         quoting_none=False,
         na_values=["NA"],
@@ -207,11 +207,11 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
             "movieId": "int",
             "rating": "float",
             "timestamp": "int",
-            **dict.fromkeys(ALL_STATEMENTS, "float"),
+            **dict.fromkeys(_ALL_STATEMENTS, "float"),
         },
         required=["userId", "movieId", "rating", "timestamp"],
     )
-    for s in ALL_STATEMENTS:
+    for s in _ALL_STATEMENTS:
         vals = answers[s]
         bad = vals.notna() & ~vals.isin([1.0, 2.0, 3.0, 4.0, 5.0])
         if bad.any():
@@ -220,7 +220,7 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
                 f"{answers_path}: line {row + 2}: statement {s} must be 1..5 or NA, got {vals.iloc[row]}"
             )
     g, g_mean = serendipity_ground_truth(answers)
-    relevance, unexpectedness = step_scores(answers)
+    relevance, unexpectedness = _step_scores(answers)
     items = _movies(require_file(folder / "movies.csv", "serendipity-2018"))
     training = _training(require_file(folder / "training.csv", "serendipity-2018"), set(answers["userId"].tolist()))
     ratings = pd.concat(
@@ -245,7 +245,7 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
             "history": histories,
             "rating": answers["rating"],
             "timestamp": answers["timestamp"].astype("int64"),
-            **{s: answers[s] for s in ALL_STATEMENTS},
+            **{s: answers[s] for s in _ALL_STATEMENTS},
         }
     )
     n_without = int(pairs["g"].isna().sum())

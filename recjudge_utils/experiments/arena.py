@@ -19,8 +19,9 @@ code, ``anonyProjects/RecSys-Arena``, settles some of them, see :func:`recjudge_
   ``both_orders=False`` (then only with x shown as A, as in the paper).
 
 Every CI is computed here, once, with the config's ``n_boot`` and ``seed``: Win/Tie/Lose and Q per aspect,
-comparison and source (:attr:`ArenaRun.outcomes`), position consistency, and the paired differences that
-separate the closest pair. Chapter 5 builds its panels and judges them with the public steps below
+comparison and source (:attr:`ArenaRun.outcomes`), position consistency and the share of 'A wins', and the paired
+differences that separate the closest pair; so are Figure 6's normalisation and the check of the paper's own Table 3
+against its Tables 1-2. Chapter 5 builds its panels and judges them with the public steps below
 (:func:`split`, :func:`train_models`, :func:`build_panel`, :func:`judge_comparisons`).
 Tables and figures: :mod:`recjudge_utils.reporting.arena`.
 """
@@ -40,16 +41,21 @@ from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import sample_users, top_lists
+from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.judge.types import Judge
+from recjudge_utils.metrics.correlation import pearson_rounding_range
+from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table, pearson
 from recjudge_utils.metrics.pairwise import paired_difference, q_from_codes, wtl_summary
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.pairwise import ORDERS, games, position_summary
 from recjudge_utils.protocols.truth import heldout_hits
-from recjudge_utils.recommenders import DISPLAY_NAMES, training
+from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.training import Trained, train_each
 from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
@@ -58,6 +64,7 @@ __all__ = [
     "ArenaConfig",
     "ArenaPanel",
     "ArenaRun",
+    "a_wins_table",
     "arena_table",
     "build_panel",
     "closest_pairs",
@@ -66,6 +73,7 @@ __all__ = [
     "judge_comparisons",
     "offline_metrics",
     "outcome_tables",
+    "paper_correlations",
     "plan_comparisons",
     "run",
     "separation",
@@ -157,14 +165,69 @@ class ArenaRun(Run):
     aspect_keys: list[str]
     outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect, kind, source and comparison (see outcome_tables)
     consistency: pd.DataFrame  # position consistency per comparison and overall (see consistency_table)
+    a_wins: pd.DataFrame  # the share of 'A wins' among verdicts naming a winner, overall and per comparison
     correlation: pd.DataFrame  # Pearson r (and p) of Q vs the baseline with AUC, per source
     closest_pair: tuple[str, str] | None
     separation: pd.DataFrame  # the closest pair: AUC, absolute score and Q differences with paired CIs
+    paper_correlation: pd.DataFrame  # the paper's Table 3 beside r from its Tables 1-2 (see paper_correlations)
 
     def versus(self, source: str, key: str = OVERALL, kind: str = "vs_baseline") -> pd.DataFrame:
-        """The rows of :attr:`outcomes` for one source, aspect and kind of comparison."""
+        """The rows of :attr:`outcomes` for one judged source, aspect and kind of comparison."""
+        if source not in self.config.sources:
+            raise ValueError(f"source {source!r} was not judged; this run has {self.config.sources}")
         o = self.outcomes
         return o[(o["source"] == source) & (o["aspect"] == key) & (o["kind"] == kind)].reset_index(drop=True)
+
+    def versus_all(self, key: str = OVERALL, kind: str = "vs_baseline") -> pd.DataFrame:
+        """:meth:`versus` of every judged source, by recommender (the config's order), then source (as judged)."""
+        frame = pd.concat([self.versus(s, key, kind) for s in self.config.sources], ignore_index=True)
+        rec, src = ({m: i for i, m in enumerate(names)} for names in (self.config.recommenders, self.config.sources))
+        order = frame["x"].map(rec).fillna(len(rec)) * 10 + frame["source"].map(src).fillna(len(src))
+        return frame.assign(_key=order.to_numpy()).sort_values("_key", kind="stable").drop(columns="_key")
+
+    def overall(self) -> tuple[dict[str, Any] | None, pd.Series]:
+        """The overall row of :attr:`consistency` (None with one order judged) and of :attr:`a_wins`."""
+        rows = self.consistency[self.consistency["x"] == "all"].to_dict("records")
+        return (rows[0] if self.config.both_orders and rows else None), self.a_wins.iloc[0]
+
+    def unreadable(self) -> AnswerHealth | None:
+        """Every answer's health (verdicts and absolute scores) when pair-wise verdicts were asked for and none could
+        be read; None otherwise."""
+        verdicts = AnswerHealth.of_frames(self.raw)
+        return AnswerHealth.of_frames(self.raw, self.absolute) if verdicts.n and verdicts.nothing_usable else None
+
+    def unparsed(self) -> pd.DataFrame:
+        """Per kind of answer asked (pair-wise, absolute): calls, unusable answers (unparsed or failed) and their %,
+        the three most common reasons (first 60 characters) with their counts, and the first unusable raw answer."""
+        rows = []
+        for name, frame in (("pair-wise", self.raw), ("absolute", self.absolute)):
+            if len(frame):
+                bad = frame[frame["status"] != "parsed"]
+                raw = bad["raw_text"].dropna().astype(str) if "raw_text" in bad else pd.Series(dtype=str)
+                reasons = bad["reason"].astype(str).str.slice(0, 60).value_counts().head(3)
+                rows.append(
+                    {"answers": name, "calls": len(frame), "unusable": len(bad), "pct": 100 * len(bad) / len(frame),
+                     "reasons": list(reasons.items()), "example": raw.iloc[0] if len(raw) else None}
+                )  # fmt: skip
+        return pd.DataFrame(rows, columns=["answers", "calls", "unusable", "pct", "reasons", "example"])
+
+    def relative_vs_absolute(self, source: str = "adjudicated") -> pd.DataFrame:
+        """Figure 6: per non-baseline model, AUC, Q against the baseline and the mean absolute score, raw and min-max
+        normalised over the finite values (the book's choice: the paper shows "normalized results" without saying
+        how); NaN where a value is not finite or all values are equal."""
+        q = self.versus(source).set_index("x")["Q"]
+        absolute = self.absolute.groupby("model")["score"].mean() if len(self.absolute) else pd.Series(dtype=float)
+        out = pd.DataFrame({"model": list(q.index)})
+        out["AUC"] = out["model"].map(self.offline.set_index("rs")["auc"])
+        out["Q"] = out["model"].map(q)
+        out["absolute"] = out["model"].map(absolute)
+        for col in ("AUC", "Q", "absolute"):
+            v = out[col].to_numpy(dtype=float)
+            finite = np.isfinite(v)
+            span = np.ptp(v[finite]) if finite.any() else 0.0
+            scaled = (v - np.min(v[finite])) / span if span > 0 else np.full(len(v), np.nan)
+            out[f"{col} (normalised)"] = np.where(finite, scaled, np.nan)
+        return out
 
     def results(self) -> list[Result]:
         """Per RS vs the baseline: win % and Q with CIs per source; Pearson r with AUC; position consistency; AUC."""
@@ -212,28 +275,18 @@ def split(dataset: Dataset, config: ArenaConfig) -> tuple[pd.DataFrame, pd.DataF
 
 
 def train_models(
-    dataset: Dataset, train: pd.DataFrame, names: Sequence[str], config: ArenaConfig
-) -> tuple[dict[str, Recommender], dict[str, float]]:
-    """Fit (or load) the named recommenders on ``train`` with the config's training budget; (models, seconds)."""
+    dataset: Dataset, train: pd.DataFrame, models: Mapping[str, tuple[str, Mapping[str, Any]]], config: ArenaConfig
+) -> dict[str, Trained]:
+    """Fit (or load) ``label -> (registry key, params)`` on ``train`` through the one training loop, each with the
+    config's training budget under its params, saying for each whether it was loaded or trained."""
     budget = training_budget("arena", config.train_budget)
-    models: dict[str, Recommender] = {}
-    seconds: dict[str, float] = {}
-    for name in names:
-        t0 = time.perf_counter()
-        fitted = training.train(
-            name,
-            train,
-            dataset.items,
-            split={"kind": "last_n", "n_test": config.n_test, "dataset": dataset.name},
-            seed=config.seed,
-            params=budget.get(name, {}),
-            users=dataset.users,
-        )
-        models[name] = fitted.model
-        seconds[name] = time.perf_counter() - t0
-        how = "loaded the stored model of" if fitted.loaded else "trained"
-        print(f"{how} {DISPLAY_NAMES.get(name, name)} in {seconds[name]:.1f} s")
-    return models, seconds
+    split = {"kind": "last_n", "n_test": config.n_test, "dataset": dataset.name}
+    specs = {label: (key, {**budget.get(key, {}), **params}) for label, (key, params) in models.items()}
+    fitted = train_each(specs, train, dataset.items, split=split, seed=config.seed, users=dataset.users)
+    for label, fit in fitted.items():
+        how = "loaded the stored model of" if fit.loaded else "trained"
+        print(f"{how} {DISPLAY_NAMES.get(label, label)} in {fit.seconds:.1f} s")
+    return fitted
 
 
 def offline_metrics(
@@ -301,7 +354,8 @@ def judge_absolute(judge: Judge, panel: ArenaPanel, models: Sequence[str], confi
 def arena_table(
     outcomes: pd.DataFrame, column: str = OVERALL, by: Sequence[str] = ("x", "y"), n_boot: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
-    """One row per comparison (``by``): n, Win/Tie/Lose %, Q, CIs and the rank of Q (1 = best)."""
+    """One row per comparison (``by``): n, Win/Tie/Lose % each with its 95 % Wilson interval, Q with its
+    percentile-bootstrap interval, and the rank of Q (1 = best)."""
     rows = []
     for keys, grp in outcomes.groupby(list(by), sort=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
@@ -309,6 +363,10 @@ def arena_table(
         rows.append({**dict(zip(by, keys, strict=True)), **wtl_summary(vals, n_boot=n_boot, seed=seed)})
     table = pd.DataFrame(rows)
     if len(table):
+        n = table["n"].to_numpy(dtype=float)
+        for part in ("tie", "lose"):  # wtl_summary gives the win share's interval; these from the same counts
+            low, high = wilson(np.round(table[part].to_numpy(dtype=float) * n / 100), n)
+            table[f"{part}_lo"], table[f"{part}_hi"] = 100 * low, 100 * high
         table["rank"] = table["Q"].rank(ascending=False, method="min")
     return table
 
@@ -347,6 +405,39 @@ def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
         return pd.DataFrame(columns=["x", "y", "n_both_parsed", "consistency", "a_wins_share", "unparsed_rate"])
     summary = position_summary(raw, key, first_verdict="A wins")
     return summary.rename(columns={"first_share": "a_wins_share"})
+
+
+def a_wins_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
+    """Overall (x = y = "all") and per comparison: of the parsed verdicts naming a winner, how many (``n_named``) and
+    the share naming A with its 95 % Wilson interval. With both orders judged each list is A as often as B, so a
+    judge without position bias names A in half of them; ties are left out because they name no position."""
+    parsed = raw[raw["status"] == "parsed"]
+    groups = [("all", "all", parsed)] + [(x, y, g) for (x, y), g in parsed.groupby(["x", "y"], sort=False)]
+    rows = []
+    for x, y, g in groups:
+        verdicts = g[f"verdict_{key}"]
+        k, n = int((verdicts == "A wins").sum()), int(verdicts.isin(["A wins", "B wins"]).sum())
+        lo, hi = wilson(k, n)
+        rows.append({"x": x, "y": y, "n_named": n, "share": k / n if n else np.nan, "share_lo": lo, "share_hi": hi})
+    return pd.DataFrame(rows)
+
+
+def paper_correlations(draws: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The paper's Table 3 (printed r and p per judge and dataset) beside Pearson r and p recomputed from its own
+    Tables 1 (AUC) and 2 (Q), and the lowest and highest r when every printed AUC and Q moves uniformly within its
+    last digit (:func:`~recjudge_utils.metrics.correlation.pearson_rounding_range`, one random stream over all)."""
+    p1, p2 = paper_table("arena_table1"), paper_table("arena_table2")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (llm, dataset), block in p2.groupby(["llm", "dataset"], sort=False):
+        auc = block["rs"].map(p1[p1["dataset"] == dataset].set_index("rs")["auc"]).to_numpy(float)
+        q = block["q"].to_numpy(float)
+        r, p = pearson(auc, q)
+        low, high = pearson_rounding_range(auc, q, half_unit=5e-5, draws=draws, seed=rng)
+        rows.append(
+            {"llm": llm, "dataset": dataset, "r_recomputed": r, "p_recomputed": p, "r_low": low, "r_high": high}
+        )
+    return paper_table("arena_table3").merge(pd.DataFrame(rows), on=["llm", "dataset"])
 
 
 def separation(
@@ -394,8 +485,9 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     cfg = config
     timings: dict[str, float] = {}
     train, test = split(dataset, cfg)
-    models, seconds = train_models(dataset, train, cfg.recommenders, cfg)
-    timings.update({f"train {n}": s for n, s in seconds.items()})
+    fitted = train_models(dataset, train, {name: (name, {}) for name in cfg.recommenders}, cfg)
+    models = {name: fit.model for name, fit in fitted.items()}
+    timings.update({f"train {n}": fit.seconds for n, fit in fitted.items()})
 
     t0 = time.perf_counter()
     offline, per_user = offline_metrics(dataset, models, train, test, cfg)
@@ -450,7 +542,9 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
         aspect_keys=keys,
         outcomes=outcomes,
         consistency=consistency_table(raw),
+        a_wins=a_wins_table(raw),
         correlation=pd.DataFrame(correlation),
         closest_pair=pair,
         separation=sep,
+        paper_correlation=paper_correlations(),
     )

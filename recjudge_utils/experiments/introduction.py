@@ -2,20 +2,24 @@
 
 ``run(judge, dataset, IntroductionConfig(...)) -> IntroductionRun``, the shape of every experiment: the run holds the
 judgment (parsed, unparsed or failed, with its reason and raw answer) and writes its score to ``results.json``.
+:func:`overview` counts what the page shows of the data before it asks the judge anything.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from recjudge_utils.data import Dataset
+import pandas as pd
+
+from recjudge_utils.data import Dataset, dataset_statistics
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, make_request
 from recjudge_utils.prompts import load_prompt
 from recjudge_utils.protocols.single import ask_one
 
-__all__ = ["IntroductionConfig", "IntroductionRun", "fit_request", "run"]
+__all__ = ["DataOverview", "IntroductionConfig", "IntroductionRun", "fit_request", "overview", "run"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,35 @@ def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeReq
         label_options=("1", "2", "3", "4", "5"),
         label_field="score",
         metadata={"user": user, "item": int(candidate["item"])},
+    )
+
+
+@dataclass(frozen=True)
+class DataOverview:
+    """The dataset at a glance: its size, its first ratings, and how ratings fall over stars and genres."""
+
+    label: str  # the dataset's display label
+    statistics: dict[str, Any]  # users, items, interactions, categories, density (:func:`dataset_statistics`)
+    first: pd.DataFrame  # the first interactions with the item's title (NaN: the item is not in the catalogue)
+    ratings: pd.Series  # ratings given per star level
+    genres: pd.Series  # ratings per genre, most first (a movie counts once for each of its genres)
+    genre_share: pd.Series  # the same as a share of all ratings
+    high_share: float  # the share of ratings of four stars or more (NaN without ratings)
+
+
+def overview(dataset: Dataset, n_first: int = 5) -> DataOverview:
+    """What the introduction shows of ``dataset`` before it asks the judge anything."""
+    inter = dataset.interactions
+    genres = inter[["item"]].merge(dataset.items[["item", "genres"]], on="item").explode("genres")["genres"]
+    counts = genres.dropna().value_counts()
+    return DataOverview(
+        label=dataset.display_label,
+        statistics=dataset_statistics(dataset).iloc[0].to_dict(),
+        first=inter.head(n_first).merge(dataset.items[["item", "title"]], on="item", how="left"),
+        ratings=inter["rating"].value_counts().sort_index(),
+        genres=counts,
+        genre_share=counts / len(inter),
+        high_share=float((inter["rating"] >= 4).mean()) if len(inter) else math.nan,
     )
 
 

@@ -6,13 +6,14 @@ accuracy with CIs (and kappa) per template, the constant baselines any judge mus
 the lowest MAE (an unparsed answer counted at its worst possible error, so a template cannot win by failing to
 answer; with every answer parsed this is the paper's rule), and test it against each other template on the same
 pairs. A run in which no template produced a parsed answer selects none (``selected is None``) and says so.
-Tables and figures: :mod:`recjudge_utils.reporting.prompt_selection`.
+Every number the chapter shows is computed here (each template against the best constant predictor, score counts,
+the data's g beside the paper's); :mod:`recjudge_utils.reporting.prompt_selection` lays them out.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,14 +23,32 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.data.serendipity2018 import PAPER_G_COUNTS
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.pairwise import paired_difference
+from recjudge_utils.paper_tables import paper_table
+from recjudge_utils.prompts import Message
 from recjudge_utils.protocols.few_shot import sample_eval_pairs, select_few_shot_examples
-from recjudge_utils.protocols.pointwise_score import TEMPLATES, SerendipityJudge, save_selected_template
+from recjudge_utils.protocols.pointwise_score import (
+    TEMPLATES,
+    MemberScores,
+    SerendipityJudge,
+    save_selected_template,
+    template_stages,
+)
 
-__all__ = ["PromptSelectionConfig", "PromptSelectionRun", "run", "save_selection", "select_template", "template_tests"]
+__all__ = [
+    "PaperChoice",
+    "PromptSelectionConfig",
+    "PromptSelectionRun",
+    "g_counts",
+    "run",
+    "save_selection",
+    "select_template",
+    "template_tests",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,39 @@ class PromptSelectionConfig:
             raise ValueError("n_history must be >= 1")
 
 
+@dataclass(frozen=True)
+class PaperChoice:
+    """The template the paper's Table 1 gives the lowest MAE for its first model (GPT-4o-mini), and that MAE."""
+
+    template: str
+    model: str
+    mae: float
+
+
+def _paper_choice() -> PaperChoice:
+    """The paper's finding this chapter checks, read from its Table 1."""
+    paper = paper_table("serendipity_table1")
+    model = str(paper["model"].iloc[0])
+    first = paper[paper["model"] == model].set_index("template")["mae"].astype(float)
+    return PaperChoice(str(first.idxmin()), model, float(first.min()))
+
+
+def g_counts(counts: pd.Series, paper: dict[int, int] = PAPER_G_COUNTS) -> pd.DataFrame:
+    """Pairs per level of g (``counts``, indexed by level) and in total with their percentages, beside the paper's
+    (columns pairs, pct, paper_pairs, paper_pct; index the levels as text, then ``total``)."""
+    frame: dict[str, list[float]] = {}
+    for prefix, n in (("", counts.reindex(list(paper), fill_value=0).astype(int)), ("paper_", pd.Series(paper))):
+        frame[f"{prefix}pairs"] = [*(int(v) for v in n), int(n.sum())]
+        frame[f"{prefix}pct"] = [*(100 * n / n.sum()), 100.0]
+    return pd.DataFrame(frame, index=pd.Index([*(str(k) for k in paper), "total"], name="g"))
+
+
+def _best_constant(baselines: pd.DataFrame, metric: str) -> tuple[str, int, float]:
+    values = baselines[metric].astype(float)
+    name = str(values.idxmin() if metric == "mae" else values.idxmax())
+    return name, int(baselines.loc[name, "level"]), float(values[name])
+
+
 @dataclass(kw_only=True)
 class PromptSelectionRun(Run):
     """Everything one run produced; the notebook shows it through the reporting module."""
@@ -67,15 +119,78 @@ class PromptSelectionRun(Run):
     eval_pairs: pd.DataFrame
     scores: dict[str, pd.DataFrame]
     summary: pd.DataFrame  # one row per template: MAE / acc3 with CIs, kappa, unparsed, usage
-    baselines: pd.DataFrame  # constant predictors on the same pairs
+    baselines: pd.DataFrame  # constant predictors on the same pairs, with the ``level`` each always answers
     selected: str | None  # None: no template produced a single parsed answer
     overlapping: list[str]  # templates whose MAE CI overlaps the selected one's
     template_tests: pd.DataFrame  # the selected template against each other one (see :func:`template_tests`)
+    #: per template: its MAE minus the best constant predictor's, paired over the pairs it parsed (diff, diff_lo,
+    #: diff_hi: percentile bootstrap; NaN with fewer than two parsed)
+    versus_constant: pd.DataFrame
+    judging: pd.DataFrame  # per template: pairs, calls, cache_hits, status (count per status), prompt versions
+    distribution: pd.DataFrame  # :func:`~recjudge_utils.metrics.judge_scores.score_distribution` of g and scores
+    confusions: dict[str, pd.DataFrame]  # per template: g against the score, unparsed answers last
+    g_counts: pd.DataFrame  # the data's pairs per level of g beside the paper's (:func:`g_counts`)
+    paper_choice: PaperChoice
+    #: a panel's members, per template, judged pair and member: its score (None: none parsed) and the tokens of its
+    #: calls (cache hits included); empty for a single judge (:class:`MemberScores`)
+    member_scores: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def truth(self) -> np.ndarray:
         """The ground truth g of the judged pairs, aligned with every template's scores."""
         return self.eval_pairs["g"].to_numpy(dtype=float)
+
+    @property
+    def n_pool(self) -> int:
+        """Pairs of the users no few-shot example comes from: the pool the judged pairs are drawn from."""
+        return int((~self.data.pairs["user"].isin(set(self.examples["user"]))).sum())
+
+    @property
+    def n_example_users(self) -> int:
+        return int(self.examples["user"].nunique())
+
+    @property
+    def n_judged_users(self) -> int:
+        return int(self.eval_pairs["user"].nunique())
+
+    @property
+    def mean_g(self) -> float:
+        """The mean ground truth of the judged pairs."""
+        return float(self.truth.mean())
+
+    @property
+    def examples_show_rule(self) -> bool:
+        """On a stand-in whose g is min(relevance, unexpectedness), the CoT and LtM examples show both levels."""
+        return not self.data.is_real and set(self.examples["aux_source"]) == {"data"}
+
+    @property
+    def judged_g(self) -> dict[int, int]:
+        """The judged pairs per level of g."""
+        return {int(k): int(v) for k, v in self.eval_pairs["g"].value_counts().sort_index().items()}
+
+    @property
+    def mae_ci_width(self) -> float:
+        """The mean width of the templates' MAE CIs (NaN when none has one)."""
+        width = (self.summary["mae_hi"] - self.summary["mae_lo"]).astype(float)
+        return float(width.mean()) if width.notna().any() else float("nan")
+
+    def levels_used(self, template: str) -> list[int]:
+        """The score levels the template's parsed answers used, in order."""
+        return sorted(int(v) for v in self.scores[template]["score"].dropna().unique())
+
+    def best_constant(self, metric: str = "mae") -> tuple[str, int, float]:
+        """The constant predictor with the lowest MAE (``"mae"``) or the highest ``"acc3"``: name, level, value."""
+        return _best_constant(self.baselines, metric)
+
+    def example_messages(self, template: str = "cot") -> tuple[Message, ...]:
+        """What the judge is sent for the first judged pair: the system prompt, the few-shot turns, the pair last."""
+        cfg = self.config
+        scorer = SerendipityJudge(
+            None,  # type: ignore[arg-type]  # rendering only: no judge is called
+            template=template, examples=self.examples, n_history=cfg.n_history, seed=cfg.seed,
+        )  # fmt: skip
+        first = self.eval_pairs.iloc[0]
+        return scorer.messages(first["history"], first["item"], self.data.items)
 
     def results(self) -> list[Result]:
         """Per template: MAE (bootstrap CI), accuracy (Wilson CI), kappa (bootstrap CI), unparsed; the selection."""
@@ -98,8 +213,10 @@ class PromptSelectionRun(Run):
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
-        """Every template's score of every judged pair (None when unparsed), with the pair's g."""
-        return {
+        """Every template's score of every judged pair (None when unparsed), with the pair's g; a panel's also each
+        member's (``member_scores``: its score, the pair's g and the member's tokens)."""
+        members = {"member_scores": self.member_scores.to_dict("records")} if len(self.member_scores) else {}
+        return members | {
             "scores": [
                 {
                     "template": t,
@@ -159,9 +276,10 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
 
     scores: dict[str, pd.DataFrame] = {}
     wall: dict[str, float] = {}
+    members = MemberScores(judge)
     for t in cfg.templates:
         started = time.perf_counter()
-        scorer = SerendipityJudge(judge, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed)
+        scorer = SerendipityJudge(members, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed)
         scores[t] = scorer.score(eval_pairs, data.items)
         wall[t] = time.perf_counter() - started
 
@@ -169,19 +287,25 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
     summary = js.summarize_templates(scores, truth, n_boot=cfg.n_boot, seed=cfg.seed)
     summary["wall_s"] = pd.Series(wall).round(1)
     summary["mae_selection"] = pd.Series({t: js.mae_unparsed_at_worst(f["score"], truth) for t, f in scores.items()})
+    summary["mae_expected_gain"] = summary["mae_expected"] - summary["mae_argmax_same"]
 
     rest = data.pairs.loc[~data.pairs.index.isin(eval_pairs.index), "g"]
     majority = int(rest.value_counts().sort_index().idxmax())
-    constants = {
-        f"constant {majority} (majority g of unjudged pairs)": js.constant_predictions(truth, majority),
-        "constant 3 (neutral)": js.constant_predictions(truth, 3),
-    }
+    levels = {f"constant {majority} (majority g of unjudged pairs)": majority, "constant 3 (neutral)": 3}
     baselines = pd.DataFrame(
         {
-            name: js.summarize_predictions(pred, truth, n_boot=cfg.n_boot, seed=cfg.seed)
-            for name, pred in constants.items()
+            name: js.summarize_predictions(js.constant_predictions(truth, lv), truth, n_boot=cfg.n_boot, seed=cfg.seed)
+            for name, lv in levels.items()
         }
     ).T
+    baselines["level"] = pd.Series(levels)
+    _, floor, _ = _best_constant(baselines, "mae")
+    versus = {t: _versus_constant(f["score"], truth, floor, cfg.n_boot, cfg.seed) for t, f in scores.items()}
+    judging = [
+        {"template": t, "pairs": len(f), "calls": int(f["n_calls"].sum()), "cache_hits": int(f["cache_hits"].sum()),
+         "status": f["status"].value_counts().to_dict(), "versions": {s.name: s.version for s in template_stages(t)}}
+        for t, f in scores.items()
+    ]  # fmt: skip
 
     selected, overlapping = select_template(summary)
     return PromptSelectionRun(
@@ -198,7 +322,23 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
         selected=selected,
         overlapping=overlapping,
         template_tests=template_tests(scores, truth, selected, cfg.seed) if selected else pd.DataFrame(),
+        versus_constant=pd.DataFrame.from_dict(versus, orient="index"),
+        judging=pd.DataFrame(judging).set_index("template"),
+        distribution=js.score_distribution(scores, truth),
+        confusions={t: js.confusion_frame(f["score"], truth) for t, f in scores.items()},
+        g_counts=g_counts(data.g_distribution()),
+        paper_choice=_paper_choice(),
+        member_scores=members.frame(eval_pairs),
     )
+
+
+def _versus_constant(score: pd.Series, truth: np.ndarray, level: int, n_boot: int, seed: int) -> dict[str, float]:
+    """The MAE of ``score`` minus that of always answering ``level``, paired over the parsed pairs, with its
+    percentile-bootstrap CI (diff, diff_lo, diff_hi; the interval below 0 favours the judge)."""
+    s = score.to_numpy(dtype=float)
+    ok = ~np.isnan(s)
+    d = paired_difference(np.abs(s[ok] - truth[ok]), np.abs(level - truth[ok]), n_boot=n_boot, seed=seed)
+    return {"diff": d.point, "diff_lo": d.low, "diff_hi": d.high}
 
 
 def select_template(summary: pd.DataFrame) -> tuple[str | None, list[str]]:

@@ -1,7 +1,10 @@
 """What each protocol detects, shown with the simulated judge (a judge of known quality; never an LLM).
 
-Every judgment goes through the judge client with the ``sim`` backend (cached, logged, counted like any LLM
-call); the Monte Carlo parts then resample the judged items, so repeated samples cost no further calls.
+``run(judge, data, config)`` takes the chapter's simulated judge (a client opened from a simulated-judge profile)
+and derives each study's judges from it (:func:`sweep_judges`): the same run folder, cache and mode, with exactly
+the error model the study sweeps. Every judgment goes through the judge client with the ``sim`` backend (cached,
+logged, counted like any LLM call); the Monte Carlo parts then resample the judged items, so repeated samples cost
+no further calls.
 
 * :func:`serendipity_noise`: MAE, three-class accuracy and kappa against the sim's known score noise, beside the
   MAE the error model implies (the truth line);
@@ -14,15 +17,19 @@ call); the Monte Carlo parts then resample the judged items, so repeated samples
 * :func:`saer_protocols`: adversarial detection against context neglect, swap consistency against position bias,
   and SAER's strict (pointwise) and conservative (pairwise) adjudication of two annotators;
 * :func:`reevaluation_noise`: how judge noise shrinks the Avg.Score@k and P_ser@k gaps between two recommenders,
-  and how many judged users order them correctly 95% of the time.
+  and how many judged users order them correctly 95% of the time;
+* :func:`judge_panels`: one judge against a panel of three with independent errors and a panel of three sharing one
+  score offset (each a panel profile opened like any judge): accuracy, kappa, mean error and position consistency
+  with CIs, and the calls each asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -34,8 +41,11 @@ from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments import arena, reevaluation, saer
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import judge_recommendations
+from recjudge_utils.judge.backends.sim import SimParameters, SimulatedJudge
 from recjudge_utils.judge.client import JudgeClient
-from recjudge_utils.judge.profiles import JudgeProfile, load_profile
+from recjudge_utils.judge.panel import PanelClient
+from recjudge_utils.judge.profiles import PanelProfile, load_profile
+from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.agreement import POINTWISE_LABELS, strict_adjudicate, weighted_kappa
 from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_mean_ci_rows, wilson
@@ -46,6 +56,8 @@ from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 from recjudge_utils.protocols.truth import list_label_truth
 
 __all__ = [
+    "ARENA_PROTOCOLS",
+    "PANEL_CONDITIONS",
     "DetectionConfig",
     "DetectionData",
     "DetectionRun",
@@ -53,40 +65,68 @@ __all__ = [
     "arena_position_bias",
     "ci_coverage",
     "expected_mae",
+    "judge_panels",
     "pairs_to_separate",
+    "panel_of",
     "reevaluation_noise",
     "run",
     "saer_protocols",
     "serendipity_noise",
-    "sim_factory",
+    "sweep_judges",
 ]
 
-#: sim(**error model) -> a judge client over the simulated backend
+#: sims(**error model) -> a judge client over the simulated backend (see :func:`sweep_judges`)
 SimFactory = Callable[..., JudgeClient]
 
 
-def sim_factory(
-    profile: str | Mapping[str, Any] | JudgeProfile = "sim", run_name: str = "05_protocols_detect"
-) -> SimFactory:
-    """Judge clients over the simulated backend of ``profile`` (its seed), each with exactly the error model given
-    (a perfect judge unless told otherwise), logging into one run sub-folder."""
-    base = load_profile(profile)
-    if base.backend_name != "sim":
+def _derived(judge: Judge) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The chapter judge's profile fields, client options (run folder, cache, mode) and seed, for the judges derived
+    from it; refused unless it is a simulated judge."""
+    backend = getattr(judge, "backend", None)
+    if not isinstance(judge, JudgeClient) or not isinstance(backend, SimulatedJudge):
         raise ValueError(
-            f"{base.source}: the protocol chapter needs a simulated judge profile, not {base.backend_name!r}"
+            f"chapter 5 sweeps a simulated judge's errors; {judge.model_name!r} is not one (open a simulated-judge "
+            "profile, e.g. judges/sim.yaml)"
         )
-    seed = int(base.to_dict()["options"].get("seed", 0))
+    fields = {"name": judge.profile_name, "backend": SimulatedJudge.name, "model": backend.api_model}
+    options = {"offline": judge.offline, "run_dir": judge.run_dir, "cache_path": judge.cache.path, "progress": False}
+    return fields, options, backend.params.seed
+
+
+def sweep_judges(judge: Judge) -> SimFactory:
+    """The studies' judges, derived from the chapter's simulated judge: each has exactly the error model a study
+    sets (a perfect judge otherwise; the judge's seed unless the study sets one) and shares the judge's run folder,
+    cache and mode. Each answer is seeded by its request's cache key, which holds that error model and seed, so a
+    study's answers do not depend on the error model of the profile the judge was opened from."""
+    fields, options, seed = _derived(judge)
 
     def make(**error_model: float) -> JudgeClient:
-        options = {"seed": seed, **error_model}
-        client: JudgeClient = load_profile(base, options=options).client(run_name=run_name, progress=False)
-        return client
+        return load_profile({**fields, "options": {"seed": seed, **error_model}}).client(**options)
 
     return make
 
 
+def panel_of(judge: Judge, members: Sequence[dict[str, float]]) -> PanelClient:
+    """A panel profile of simulated judges with these error models (members named ``<judge>-1``, ...; scores by the
+    mean), opened like any panel in the chapter judge's run folder, cache and mode: its aggregation, quorum,
+    exclusions and each member's cache are the panel machinery's. A member with a study judge's error model and seed
+    answers as that judge does (the same cache key)."""
+    fields, options, _ = _derived(judge)
+    spec = {
+        "backend": "panel",
+        "name": f"{fields['name']}-panel",
+        "aggregate": {"json_levels": "mean"},
+        "members": [{**fields, "name": f"{fields['name']}-{k + 1}", "options": m} for k, m in enumerate(members)],
+    }
+    profile = load_profile(spec)
+    assert isinstance(profile, PanelProfile)
+    return profile.open_client(**options)
+
+
 PAPER_MAES = (0.847, 1.014)  # GPT-4o-mini, CoT and LtM, serendipity paper Table 1
 PAPER_PAIRS = 2150
+#: the two Arena protocols set against the truth: the paper's (tested list always first) and SAER-style adjudication
+ARENA_PROTOCOLS = ("single order (paper)", "both orders, adjudicated")
 
 
 @dataclass(frozen=True)
@@ -107,6 +147,11 @@ class DetectionConfig:
     reeval_users: int = 150
     reeval_noise: tuple[float, ...] = (0.0, 1.0, 2.0, 3.0)
     user_sizes: tuple[int, ...] = (5, 10, 20, 40, 80, 150)
+    panel_noise: float = 0.5
+    panel_bias: float = 0.3
+    panel_offset: float = 0.5
+    panel_unparseable: float = 0.02  # every judge's too: the panels' exclusions are exercised, not assumed
+    panel_customers: int = 900
     seed: int = 0
 
 
@@ -133,15 +178,24 @@ def _scores(sim: SimFactory, pairs: SerendipityPairs, **params: float) -> np.nda
     return out["score"].to_numpy(dtype=float)
 
 
+def _holds(low: Any, high: Any, truth: Any) -> Any:
+    """Whether each interval holds ``truth`` (False without one); a Wilson bound at 0 or 1 can miss it by a rounding
+    error, which does not count as a miss."""
+    return (np.asarray(low, dtype=float) - 1e-9 <= truth) & (truth <= np.asarray(high, dtype=float) + 1e-9)
+
+
 def serendipity_noise(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
-    """Per noise level: MAE, accuracy, kappa (with CIs) on every pair, beside the MAE the error model implies."""
+    """Per noise level: MAE, accuracy, kappa (with CIs) on every pair, beside the MAE the error model implies and
+    whether the MAE's CI holds it (``implied_in_ci``)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
     rows = []
     for sigma in config.noise_levels:
         pred = _scores(sim, pairs, noise=sigma, seed=config.seed)
         row = js.summarize_predictions(pred, g, n_boot=config.n_boot, seed=config.seed)
         rows.append({"noise": sigma, **row, "expected_mae": expected_mae(g, sigma)})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out["implied_in_ci"] = _holds(out["mae_lo"], out["mae_hi"], out["expected_mae"])
+    return out
 
 
 def ci_coverage(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
@@ -276,7 +330,8 @@ def arena_position_bias(
     single-order protocol (tested list shown first) and both orders adjudicated, on chapter 3's panel."""
     cfg = arena_config(config, tested, baseline)
     train, test = arena.split(dataset, cfg)
-    models, _ = arena.train_models(dataset, train, cfg.recommenders, cfg)
+    fitted = arena.train_models(dataset, train, {name: (name, {}) for name in cfg.recommenders}, cfg)
+    models = {name: fit.model for name, fit in fitted.items()}
     panel = arena.build_panel(dataset, models, train, test, cfg)
     comparisons = arena.plan_comparisons(panel.users, {}, cfg)
     hits_x, hits_y = panel.evidence[tested], panel.evidence[baseline]
@@ -290,12 +345,23 @@ def arena_position_bias(
             client.close()
         single = raw.loc[raw["order"] == "x_first", OVERALL].tolist()
         adjudicated = games(raw, [OVERALL])[OVERALL].tolist()
-        for protocol, outcomes in (("single order (paper)", single), ("both orders, adjudicated", adjudicated)):
+        for protocol, outcomes in zip(ARENA_PROTOCOLS, (single, adjudicated), strict=True):
             rows.append({"bias": b, "protocol": protocol, "win_rate": _win_rate(outcomes), "Q": _q(outcomes)})
-    out = pd.DataFrame(rows)
+    out = against_truth(pd.DataFrame(rows))
     out.attrs.update(
         tested=tested, baseline=baseline, users=len(panel.users), truth_ties=truth.count("tie") / len(truth)
     )
+    return out
+
+
+def against_truth(arena: pd.DataFrame) -> pd.DataFrame:
+    """The Arena rows with each Q's relative error against the true Q (``Q_error``: NaN where either is not finite
+    or the true Q is not positive), and the true win rate and Q as ``attrs``."""
+    truth = arena[arena["protocol"] == "truth"].iloc[0]
+    true_q, q = float(truth["Q"]), arena["Q"].astype(float)
+    ok = np.isfinite(q) & np.isfinite(true_q) & (true_q > 0)
+    out = arena.assign(Q_error=np.where(ok, q / true_q - 1, np.nan))
+    out.attrs.update(arena.attrs, true_win_rate=float(truth["win_rate"]), true_q=true_q)
     return out
 
 
@@ -310,6 +376,17 @@ class SaerDetection:
     verdicts: pd.DataFrame  # pairwise verdict shares: truth, two annotators, conservative merge
     customers: int  # customers in the panel
     heldout: int  # each customer's last interactions held out as the future the truth is read from
+
+    @property
+    def detection(self) -> pd.DataFrame:
+        """Per context neglect (the index, ascending): the genuine list's share with its Wilson CI (``correct``,
+        ``lo``, ``hi``), the tie and decoy shares, the truth 1 - c (``expected``) and whether the CI holds it."""
+        wide = self.adversarial.pivot(index="context_neglect", columns="outcome", values=["share", "lo", "hi"])
+        out = wide["share"][["correct", "tie", "wrong", "expected correct"]].rename(
+            columns={"expected correct": "expected"}
+        )
+        out = out.assign(lo=wide["lo"]["correct"], hi=wide["hi"]["correct"]).rename_axis(columns=None)
+        return out.assign(held=_holds(out["lo"], out["hi"], out["expected"]))
 
 
 def saer_config(config: DetectionConfig) -> saer.SaerConfig:
@@ -433,6 +510,22 @@ class ReevalDetection:
     ordering: pd.DataFrame  # per noise and judged-user count: share of samples ordering the RSs as the truth does
     users_needed: pd.DataFrame  # per noise: the smallest user count reaching 95% correct order
 
+    @property
+    def table(self) -> pd.DataFrame:
+        """One row per judge, the truth first (``source``, ``noise``: NaN for the truth): each metric's gap with its
+        CI (``avg``, ``avg_lo``, ``avg_hi``, ``p_ser``, ...) and the judged users for 95 % correct order
+        (``users_avg``, ``users_p_ser``: inf where no sample size tried reached it, NaN for the truth)."""
+        needed = self.users_needed.set_index(["metric", "source"])["users_for_95%"]
+        rows = []
+        for source, grp in self.gaps.groupby("source", sort=False):
+            row: dict[str, Any] = {"source": source, "noise": grp["noise"].iloc[0]}
+            for metric, r in grp.set_index("metric").iterrows():
+                row.update({metric: r["gap"], f"{metric}_lo": r["gap_lo"], f"{metric}_hi": r["gap_hi"]})
+                n = needed.get((metric, source), np.nan)  # no row: the truth (nothing to reach)
+                row[f"users_{metric}"] = np.inf if (metric, source) in needed.index and np.isnan(n) else n
+            rows.append(row)
+        return pd.DataFrame(rows)
+
 
 def reevaluation_config(
     config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
@@ -451,12 +544,13 @@ def reevaluation_noise(
     chapter 2's temporal split, models and judged pairs (the truth: ratings after the training period)."""
     cfg = reevaluation_config(config, names)
     fold = reevaluation.prepare_folds(dataset.interactions, folds=1, n_users=cfg.n_users, seed=cfg.seed)[0]
-    fitted, _ = reevaluation.fit_fold(fold, cfg, storage=None)
+    fitted = reevaluation.fit_fold(fold, cfg, storage=None)
     users = fold.judged_users
     recs = reevaluation.top_k_frame({n: f.model for n, f in fitted.items()}, users, k=cfg.top_k)
     future = dataset.interactions.loc[dataset.interactions["timestamp"] > fold.time_range[1]]
 
     sources: dict[str, pd.DataFrame] = {}
+    noises = {"truth": np.nan, **{f"noise {sigma:g}": sigma for sigma in config.reeval_noise}}
     for sigma in config.reeval_noise:
         client = sim(noise=sigma, seed=config.seed)
         try:
@@ -485,8 +579,8 @@ def reevaluation_noise(
                 diff[ok], np.mean, n_boot=config.n_boot, seed=np.random.RandomState(config.seed)
             )
             gap_rows.append(
-                {"source": src, "metric": metric, a: float(np.nanmean(va)), b: float(np.nanmean(vb)),
-                 "gap": float(diff[ok].mean()), "gap_lo": gap_lo, "gap_hi": gap_hi}
+                {"source": src, "noise": noises[src], "metric": metric, a: float(np.nanmean(va)),
+                 b: float(np.nanmean(vb)), "gap": float(diff[ok].mean()), "gap_lo": gap_lo, "gap_hi": gap_hi}
             )  # fmt: skip
     gaps = pd.DataFrame(gap_rows)
     order_rows, needed = [], []
@@ -504,13 +598,75 @@ def reevaluation_noise(
                     continue
                 idx = sample_rng.integers(0, len(d), size=(config.repeats, n))
                 correct = float((np.sign(d[idx].mean(axis=1)) == true_sign).mean())
-                order_rows.append({"metric": metric, "source": src, "users": n, "correct_order": correct})
+                order_rows.append(
+                    {"metric": metric, "source": src, "noise": noises[src], "users": n, "correct_order": correct}
+                )
                 if np.isnan(reached) and correct >= 0.95:
                     reached = n
             needed.append({"metric": metric, "source": src, "users_for_95%": reached})
     out = ReevalDetection(gaps, pd.DataFrame(order_rows), pd.DataFrame(needed))
     pairs = sources["truth"]
     out.gaps.attrs.update(recommenders=names, users=len(users), pairs=len(pairs))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- judge panels
+#: the panel study's judges, in the table's order
+PANEL_CONDITIONS = ("one judge", "panel of 3, independent errors", "panel of 3, one shared bias")
+WILSON, BOOT = "95% Wilson", "95% percentile bootstrap"
+
+
+def _calls(client: JudgeClient | PanelClient) -> int:
+    """Calls the judge's clients were asked in this session, cache hits included (what a first run pays for)."""
+    if isinstance(client, PanelClient):
+        return int(client.member_summary()["answers"].sum())
+    return int(client.usage_summary(total=False)["calls"].sum())
+
+
+def judge_panels(judge: Judge, pairs: SerendipityPairs, dataset: Dataset, config: DetectionConfig) -> pd.DataFrame:
+    """Per condition (:data:`PANEL_CONDITIONS`): 3-class accuracy (Wilson CI), weighted kappa and mean error (score -
+    g; bootstrap CIs) on every serendipity pair, position consistency (Wilson CI) on chapter 4's swapped pairs, the
+    calls its clients were asked and their multiple of one judge's (``cost_multiple``), member answers excluded.
+    Every judge has the same error model (score noise, position bias, unparseable answers); the one judge is the
+    first member of the independent panel; the shared-bias panel's members also share one score offset (leniency)."""
+    each = {"noise": config.panel_noise, "position_bias": config.panel_bias, "unparseable": config.panel_unparseable}
+    seeds = [config.seed + k for k in range(3)]
+    members = {PANEL_CONDITIONS[1]: [{**each, "seed": s} for s in seeds],
+               PANEL_CONDITIONS[2]: [{**each, "leniency": config.panel_offset, "seed": s} for s in seeds]}  # fmt: skip
+    cfg = dataclasses.replace(saer_config(config), n_customers=config.panel_customers)
+    panel = saer.build_panel(dataset, cfg)
+    g = pairs.pairs["g"].to_numpy(dtype=float)
+    rows = []
+    for condition in PANEL_CONDITIONS:
+        one = condition not in members
+        client = sweep_judges(judge)(**each, seed=seeds[0]) if one else panel_of(judge, members[condition])
+        try:
+            as_judge = cast(Judge, client)  # a PanelClient is one; mypy reads its list[PanelResult] as no Judge's
+            pred = SerendipityJudge(as_judge, template="base").score(pairs.pairs, pairs.items, desc=condition)
+            _, adjudicated = saer.judge_pairwise(as_judge, panel, cfg, both_orders=True)
+            calls = _calls(client)
+            excluded = int(client.member_summary()["excluded"].sum()) if isinstance(client, PanelClient) else 0
+        finally:
+            client.close()
+        score = pred["score"].to_numpy(dtype=float)
+        ok = ~np.isnan(score)
+        row = js.summarize_predictions(score, g, n_boot=config.n_boot, seed=config.seed)
+        bias = bootstrap_ci(score[ok] - g[ok], np.mean, n_boot=config.n_boot, seed=config.seed)
+        consistent = [bool(c) for c in adjudicated["consistent"] if c is not None]
+        lo, hi = wilson(sum(consistent), len(consistent))
+        rows.append(
+            {"condition": condition, "n": row["n"], "n_parsed": row["n_parsed"], "acc3": row["acc3"],
+             "acc3_lo": row["acc3_wilson_lo"], "acc3_hi": row["acc3_wilson_hi"], "kappa": row["kappa_qw"],
+             "kappa_lo": row["kappa_lo"], "kappa_hi": row["kappa_hi"], "bias": bias[0], "bias_lo": bias[1],
+             "bias_hi": bias[2], "consistency": sum(consistent) / len(consistent), "consistency_lo": lo,
+             "consistency_hi": hi, "swapped": len(consistent), "calls": calls, "excluded": excluded}
+        )  # fmt: skip
+    out = pd.DataFrame(rows)
+    out["cost_multiple"] = out["calls"] / out["calls"].iloc[0]
+    panels = out["condition"] != PANEL_CONDITIONS[0]
+    out.attrs.update(customers=len(panel.users), pairs=len(g), excluded=int(out.loc[panels, "excluded"].sum()),
+                     answers=int(out.loc[panels, "calls"].sum()), one=int(out["calls"].iloc[0]),
+                     multiple=round(float(out.loc[panels, "cost_multiple"].mean()), 2))  # fmt: skip
     return out
 
 
@@ -541,6 +697,7 @@ class DetectionRun(Run):
     arena: pd.DataFrame
     saer: SaerDetection
     reevaluation: ReevalDetection
+    panels: pd.DataFrame
 
     def results(self) -> list[Result]:
         """MAE per score noise with its bootstrap CI, and the coverage of each CI method per sample size."""
@@ -554,17 +711,22 @@ class DetectionRun(Run):
                    "95% Wilson", n_pairs=int(r["n"]), interval_of=str(r["interval"]))
             for _, r in self.coverage.iterrows()
         ]  # fmt: skip
+        out += [
+            result(f"panel_{m}", r[m], r[f"{m}_lo"], r[f"{m}_hi"], r[n], interval, condition=str(r["condition"]))
+            for _, r in self.panels.iterrows()
+            for m, n, interval in (("acc3", "n_parsed", WILSON), ("kappa", "n_parsed", BOOT),
+                                   ("bias", "n_parsed", BOOT), ("consistency", "swapped", WILSON))
+        ]  # fmt: skip
         return out
 
 
-def run(judge: str | Mapping[str, Any] | JudgeProfile, data: DetectionData, config: DetectionConfig) -> DetectionRun:
-    """Every study of the chapter; ``judge`` is a simulated-judge profile, whose seed each study's error model uses."""
+def run(judge: Judge, data: DetectionData, config: DetectionConfig) -> DetectionRun:
+    """Every study of the chapter, each judged by simulated judges derived from ``judge`` (a client over the
+    simulated backend: :func:`sweep_judges`) with the error model the study sweeps."""
     if not config.reeval_noise:
         raise ValueError("reeval_noise needs at least one noise level")
-    sim = sim_factory(judge)
-    probe = sim()
-    judge_name = probe.model_name
-    probe.close()
+    sim = sweep_judges(judge)
+    judge_name = SimParameters().describe()  # the studies' judges: perfect but for the error each one sweeps
     timings: dict[str, float] = {}
 
     def timed(step: str, fn: Callable[[], Any]) -> Any:
@@ -584,4 +746,5 @@ def run(judge: str | Mapping[str, Any] | JudgeProfile, data: DetectionData, conf
         arena=timed("judge arena position bias", lambda: arena_position_bias(sim, data.dataset, config)),
         saer=timed("judge saer protocols", lambda: saer_protocols(sim, data.dataset, config)),
         reevaluation=timed("judge reevaluation noise", lambda: reevaluation_noise(sim, data.dataset, config)),
+        panels=timed("judge panels", lambda: judge_panels(judge, data.pairs, data.dataset, config)),
     )

@@ -9,7 +9,7 @@ Section 5, Table 3).
    same users for every recommender). The models defined on explicit ratings (KFN, UAUM) also get every rating
    of the training slices: the training positives and the lower ratings ordered among them (see
    :func:`training_ratings`), never a validation or test row.
-2. ``fit_fold``: every RS through the one training path (:func:`recjudge_utils.recommenders.training.train`) with
+2. ``fit_fold``: every RS through the one training loop (:func:`recjudge_utils.recommenders.training.train_each`) with
    its tuning option: TPE on validation Recall@10 (``n_trials`` per RS per fold) and the best trial's model, stored
    so that another run (another judge) loads it. The studies live in ``optuna_storage`` (default: the journal file
    ``optuna.log`` in the run folder); ``tune_studies`` runs only this step, so that workers on several machines
@@ -40,7 +40,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
@@ -54,6 +53,7 @@ from recjudge_utils.experiments.steps import (
 )
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import write_trec_runs
+from recjudge_utils.metrics.correlation import Correlation, spearman_ci
 from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
 from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.recommenders import RECOMMENDERS
@@ -61,27 +61,37 @@ from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
 from recjudge_utils.recommenders.optuna_storage import complete_trials, journal_url
 from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_plan
-from recjudge_utils.recommenders.training import Trained, Tuning, train
+from recjudge_utils.recommenders.training import Trained, Tuning, train_each
 from recjudge_utils.splitting.temporal import UnseenReport, positive_interactions, split_fold, unseen_report
 
 __all__ = [
+    "PAPER_AVG_RANGE",
     "Fold",
+    "RandomFloor",
     "ReevaluationConfig",
     "ReevaluationData",
     "ReevaluationRun",
+    "ScoreCounts",
+    "accuracy_serendipity_rho",
+    "avg_band",
     "default_storage",
     "fit_fold",
     "prepare_folds",
+    "random_floor",
     "random_tests",
     "run",
+    "score_counts",
     "top_k_frame",
     "training_ratings",
     "tune_studies",
     "tuning_line",
+    "uaum_checks",
     "write_lists",
 ]
 
 SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged users only
+#: every Avg.Score@20 of the paper's Table 3 (each RS and dataset) lies in 2.131-2.387: this range, rounded
+PAPER_AVG_RANGE = (2.1, 2.4)
 
 
 @dataclass(frozen=True)
@@ -198,36 +208,27 @@ def training_ratings(interactions: pd.DataFrame, start: int, stop: int, threshol
     return ordered.iloc[where[start] : where[stop - 1] + 1].reset_index(drop=True)
 
 
-def fit_fold(
-    fold: Fold, config: ReevaluationConfig, storage: str | None
-) -> tuple[dict[str, Trained], dict[str, float]]:
+def fit_fold(fold: Fold, config: ReevaluationConfig, storage: str | None) -> dict[str, Trained]:
     """Every RS of ``config`` tuned on the fold's validation slice and fitted on its training slices (stored, or
-    loaded from an earlier run; a stand-in in plan mode); returns the models and the seconds each took."""
+    loaded from an earlier run; a stand-in in plan mode), through the one training loop."""
     fixed = training_budget("reevaluation", config.train_budget)
-    fitted: dict[str, Trained] = {}
-    seconds: dict[str, float] = {}
-    bar = tqdm(list(config.recommenders), desc=f"fold {fold.fold}: tune+train")
-    for name in bar:
-        bar.set_postfix_str(name)
-        started = time.perf_counter()
-        fitted[name] = train(
-            name,
-            fold.train,
-            None,  # no catalogue: the models rank the items seen in training, the only ones the protocol can test
-            split={"kind": "temporal", "fold": fold.fold},
-            seed=config.seed,
-            params=fixed.get(name, {}),
-            ratings=fold.train_ratings,
-            tuning=Tuning(fold.valid, config.n_trials, storage),
-        )
-        seconds[name] = time.perf_counter() - started
+    fitted = train_each(
+        {name: (name, fixed.get(name, {})) for name in config.recommenders},
+        fold.train,
+        None,  # no catalogue: the models rank the items seen in training, the only ones the protocol can test
+        split={"kind": "temporal", "fold": fold.fold},
+        seed=config.seed,
+        ratings=fold.train_ratings,
+        tuning=Tuning(fold.valid, config.n_trials, storage),
+        desc=f"fold {fold.fold}: tune+train",
+    )
     if any(isinstance(f.model, StandInRecommender) for f in fitted.values()):
         note_plan(
             note=f"fold {fold.fold}: each distinct judged (user, item) pair is one call, and stand-in lists share "
             "almost no item, so the count is about its upper bound (users x recommenders x top_k); trained lists "
             "overlap, so a run makes fewer calls"
         )
-    return fitted, seconds
+    return fitted
 
 
 def default_storage(run_dir: Path) -> str:
@@ -266,7 +267,7 @@ def tune_studies(
     for f in chosen:
         if folds is not None and f.fold not in folds:
             continue
-        fitted, seconds = fit_fold(f, config, storage)
+        fitted = fit_fold(f, config, storage)
         for name, fit in fitted.items():
             t = fit.tuning
             study = t.study_name if t is not None else None
@@ -279,7 +280,7 @@ def tune_studies(
                     "complete": complete_trials(storage, study) if study else None,
                     "run here": 0 if fit.loaded or t is None else t.trials_run,
                     "loaded": fit.loaded,
-                    "seconds": seconds[name],
+                    "seconds": fit.seconds,
                 }
             )
     out = pd.DataFrame(rows, columns=["fold", "rs", "study", "n_trials", "complete", "run here", "loaded", "seconds"])
@@ -354,6 +355,10 @@ class ReevaluationRun(Run):
     summary: pd.DataFrame  # per RS: the five Table 3 metrics with their CIs (m, m_lo, m_hi), users, unparsed
     random_tests: pd.DataFrame  # each RS against Random on P_ser over the judged users
     examples_source: FewShotSource | None = None  # the few-shot examples judged with, and why (None: none judged)
+    #: Spearman's rho of P_acc and P_ser across the RSs with a P_ser, its Fisher-z CI and n (None: fewer than 3)
+    accuracy_serendipity_rho: Correlation | None = None
+    #: per fold with a UAUM: its tuned unexpectedness weight and the top-10 overlap with plain SVD
+    uaum_checks: pd.DataFrame | None = None
 
     def results(self) -> list[Result]:
         """Per RS: the five Table 3 metrics with their bootstrap CIs over users, and the unparsed count."""
@@ -416,11 +421,11 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     storage = cfg.optuna_storage or default_storage(current_run_dir())
     fitted_all, recs_all, judg_all, per_user_all = [], [], [], []
     for f in folds:
-        fitted, seconds = fit_fold(f, cfg, storage)
+        fitted = fit_fold(f, cfg, storage)
         if any(fit.tuning is not None and fit.tuning.n_trials > 0 for fit in fitted.values()):
             print(tuning_line(f.fold, fitted))
-        for name, s in seconds.items():
-            timings[f"train {name}"] = timings.get(f"train {name}", 0.0) + s
+        for name, fit in fitted.items():
+            timings[f"train {name}"] = timings.get(f"train {name}", 0.0) + fit.seconds
         recs = top_k_frame({name: fit.model for name, fit in fitted.items()}, f.eval_users, k=cfg.top_k)
         recs.insert(0, "fold", f.fold)
         judgments = None
@@ -446,6 +451,7 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     t = time.perf_counter()
     summary = summarise(per_user, n_boot=cfg.n_boot, seed=cfg.seed)
     tests = random_tests(per_user)
+    rho = accuracy_serendipity_rho(summary)
     timings["summarise metrics"] = time.perf_counter() - t
     return ReevaluationRun(
         config=cfg,
@@ -461,4 +467,102 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
         summary=summary,
         random_tests=tests,
         examples_source=few_shot,
+        accuracy_serendipity_rho=rho,
+        uaum_checks=uaum_checks(folds, fitted_all),
+    )
+
+
+def accuracy_serendipity_rho(summary: pd.DataFrame) -> Correlation | None:
+    """Spearman's rho of Precision_acc and Precision_ser across the RSs with a Precision_ser, with its Fisher-z
+    interval (None with fewer than three such RSs)."""
+    with_ser = summary.dropna(subset=["p_ser"])
+    return spearman_ci(with_ser["p_acc"], with_ser["p_ser"]) if len(with_ser) >= 3 else None
+
+
+def uaum_checks(folds: Sequence[Fold], fitted: Sequence[dict[str, Trained]]) -> pd.DataFrame:
+    """Whether the tuned UAUM degenerated to plain SVD, per fold: its unexpectedness weight (NaN when unset) and
+    the overlap of its top-10 lists with those of the same model without the unexpectedness term."""
+    rows = []
+    for f, models in zip(folds, fitted, strict=True):
+        fit = models.get("uaum")
+        if fit is None or not hasattr(fit.model, "svd_overlap"):
+            continue
+        params = fit.tuning.params if fit.tuning is not None else {}
+        weight = params.get("lam", getattr(fit.model, "lam", None))
+        rows.append(
+            {
+                "fold": f.fold,
+                "weight": float(weight) if isinstance(weight, int | float) else np.nan,
+                "overlap": float(fit.model.svd_overlap(10)),
+            }
+        )
+    return pd.DataFrame(rows, columns=["fold", "weight", "overlap"])
+
+
+def avg_band(summary: pd.DataFrame, band: tuple[float, float] = PAPER_AVG_RANGE) -> dict[str, int]:
+    """Where the RSs' Avg.Score lies against ``band`` (the paper's range): of the ``n`` RSs with one, how many point
+    estimates lie ``points_inside`` it; of the ``with_ci`` RSs with a CI, how many CIs lie wholly ``inside``, wholly
+    ``outside`` or ``straddle`` it; ``users``: the fewest judged users any of them rests on (0: none)."""
+    avg = summary.dropna(subset=["avg"])
+    ci = avg.dropna(subset=["avg_lo", "avg_hi"])
+    low, high = band
+    inside = int(((ci["avg_lo"] >= low) & (ci["avg_hi"] <= high)).sum())
+    outside = int(((ci["avg_hi"] < low) | (ci["avg_lo"] > high)).sum())
+    return {
+        "n": len(avg),
+        "points_inside": int(avg["avg"].between(low, high).sum()),
+        "with_ci": len(ci),
+        "inside": inside,
+        "outside": outside,
+        "straddle": len(ci) - inside - outside,
+        "users": int(avg["users_judged"].min()) if len(avg) else 0,
+    }
+
+
+@dataclass(frozen=True)
+class RandomFloor:
+    """Random's Precision_ser as a floor: the judged users it rests on, whether it has a CI, and the RSs (keys, in the
+    summary's order) whose CI lies wholly above its upper bound."""
+
+    users: int
+    has_ci: bool
+    above: list[str]
+
+
+def random_floor(summary: pd.DataFrame) -> RandomFloor | None:
+    """Which RSs clear Random's Precision_ser by their 95 % CIs (None without Random or another RS with a value)."""
+    ser = summary.dropna(subset=["p_ser"])
+    if "random" not in set(ser["rs"]) or len(ser) < 2:
+        return None
+    rnd = ser.loc[ser["rs"] == "random"].iloc[0]
+    has_ci = bool(pd.notna(rnd["p_ser_lo"]) and pd.notna(rnd["p_ser_hi"]))
+    others = ser[(ser["rs"] != "random") & ser["p_ser_hi"].notna()]
+    above = [str(rs) for rs in others.loc[others["p_ser_lo"] > rnd["p_ser_hi"], "rs"]] if has_ci else []
+    return RandomFloor(int(rnd["users_judged"]), has_ci, above)
+
+
+@dataclass(frozen=True)
+class ScoreCounts:
+    """The judged pairs' scores: how many answers gave one (``n``) of ``total``, how many gave each level 1-5, the
+    level given most (``top``, as pandas' ``value_counts`` orders them) and its share, and the share of 4 and 5 (%)."""
+
+    n: int
+    total: int
+    levels: pd.Series
+    top: float
+    top_share: float
+    high_share: float
+
+
+def score_counts(judgments: pd.DataFrame) -> ScoreCounts:
+    """:class:`ScoreCounts` of a run's judgments (no judgment, or none parsed: zero counts and NaN shares)."""
+    scores = pd.to_numeric(judgments["score"], errors="coerce") if "score" in judgments else pd.Series(dtype=float)
+    parsed = scores.dropna()
+    counts = parsed.value_counts()
+    levels = parsed.astype(int).value_counts().reindex(range(1, 6), fill_value=0)
+    if not len(parsed):
+        return ScoreCounts(0, len(scores), levels, np.nan, np.nan, np.nan)
+    share = 100 * float((parsed >= 4).mean())
+    return ScoreCounts(
+        len(parsed), len(scores), levels, float(counts.index[0]), 100 * counts.iloc[0] / len(parsed), share
     )

@@ -140,9 +140,19 @@ def write_results(
     return target
 
 
-def write_run_results(notebook: str, run: Run, judge: Judge, folder: Path | None = None) -> Path:
-    """Write ``results.json`` for one experiment's :class:`Run`: its results and items, as computed."""
-    return write_results(notebook, run.experiment, judge, run.data_label, run.results(), run.items(), folder=folder)
+def write_run_results(
+    notebook: str, run: Run, judge: Judge, folder: Path | None = None, *, also: Sequence[Run] = ()
+) -> Path:
+    """Write ``results.json`` for one experiment's :class:`Run`: its results and items, as computed. ``also``: the
+    notebook's other experiments (chapter 3's transparency run), their results and items after the first's, which
+    names the experiment and the data; a kind of item two runs give raises."""
+    items: dict[str, list[dict[str, Any]]] = {}
+    for other in (run, *also):
+        if clash := set(items) & set(other.items()):
+            raise ValueError(f"{notebook}: two runs give items of kind {sorted(clash)}")
+        items |= other.items()
+    results = [r for other in (run, *also) for r in other.results()]
+    return write_results(notebook, run.experiment, judge, run.data_label, results, items, folder=folder)
 
 
 def read_results(path: Path) -> dict[str, Any]:

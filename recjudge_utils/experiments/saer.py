@@ -23,9 +23,11 @@ truth is read from them (:meth:`SaerConfig.resolved`); the paper has no such spl
 
 Requests are grouped by template so the backend can reuse each template's fixed prefix. Unparsed answers stay
 in the frames (status "unparsed", label None): every table counts them. Every share comes with its 95% Wilson
-interval and every agreement with its bootstrap CIs, computed here as numbers. Chapter 5 builds panels and judges
-them with the same steps (:func:`build_panel`, :func:`judge_pointwise`, :func:`judge_pairwise`,
-:func:`judge_adversarial`). Tables: :mod:`recjudge_utils.reporting.saer`.
+interval and every agreement with its bootstrap CIs, computed here as numbers, and so does every other number the
+chapter shows (the paper's shares with Wilson intervals from its sample sizes, the orders' outcomes, flagged items,
+answers copied from the examples, time and cost). Chapter 5 builds panels and judges them with the same steps
+(:func:`build_panel`, :func:`judge_pointwise`, :func:`judge_pairwise`, :func:`judge_adversarial`). Tables:
+:mod:`recjudge_utils.reporting.saer`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
 from itertools import combinations
 from typing import Any, ClassVar
 
@@ -47,9 +50,10 @@ from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
-from recjudge_utils.metrics.agreement import agreement, pairwise_order
+from recjudge_utils.metrics.agreement import POINTWISE_LABELS, agreement, pairwise_order, weighted_kappa
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_pairs
 from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for, purchases
 from recjudge_utils.protocols.pairwise import Game, games, judge_games
@@ -59,32 +63,42 @@ from recjudge_utils.protocols.saer import (
     VERSIONS,
     SaerAdversarial,
     SaerPointwise,
+    few_shot_answers,
     load_template,
     pairwise_request,
     set_position,
 )
 from recjudge_utils.protocols.truth import heldout_hits
-from recjudge_utils.recommenders import training
 from recjudge_utils.recommenders.base import Recommender
+from recjudge_utils.recommenders.training import Trained, train_each
+from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
     "ALGORITHMS",
+    "COPY_MIN_CHARS",
     "ENCODERS",
+    "KAPPA_EXERCISE",
+    "ORDER_OUTCOMES",
     "PAIRWISE_OUTCOMES",
+    "PAPER_ADVERSARIAL_PAIRS",
     "PAPER_CALLS",
+    "PAPER_LISTS",
     "SAER_MODELS",
     "SIM_HELDOUT",
+    "KappaByHand",
     "SaerConfig",
     "SaerPanel",
     "SaerRun",
+    "TimeCost",
     "WordCounts",
     "build_panel",
     "fit_recommenders",
-    "hold_out_last",
     "judge_adversarial",
     "judge_pairwise",
     "judge_pointwise",
+    "kappa_by_hand",
     "labeler_agreement",
+    "paper_shares",
     "run",
     "sample_customers",
     "unrated_lists",
@@ -101,6 +115,11 @@ SAER_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 PAPER_CALLS = 400 + 400 + 300
 PAPER_MINUTES = 30.0
 PAPER_USD = 28.0
+#: the paper's sample sizes (saer_table1.csv / saer_table3.csv source lines): lists per algorithm, adversarial pairs
+PAPER_LISTS = 200
+PAPER_ADVERSARIAL_PAIRS = 100
+#: an answer repeating this many characters of a few-shot answer verbatim counts as copied from the examples
+COPY_MIN_CHARS = 40
 #: each customer's last interactions a simulated-judge run holds out as the future its truth is read from
 SIM_HELDOUT = 5
 
@@ -201,28 +220,14 @@ def sample_customers(interactions: pd.DataFrame, n: int, seed: int = 0, min_inte
     return counts.loc[chosen].reset_index(drop=True)
 
 
-def hold_out_last(interactions: pd.DataFrame, users: Sequence[int], n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(visible, future): each listed customer's last ``n`` interactions by time are the future, held out of the
-    context and of the recommenders' training, so that a simulated judge has a truth (the held-out positives)."""
-    chosen = interactions.loc[interactions["user"].isin(list(users))]
-    ordered = chosen.sort_values(["user", "timestamp", "item"], kind="mergesort")
-    future_index = ordered.groupby("user", sort=False).tail(n).index
-    return interactions.drop(index=future_index), interactions.loc[future_index]
-
-
-def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Recommender]:
+def fit_recommenders(dataset: Dataset, visible: pd.DataFrame, config: SaerConfig) -> dict[str, Trained]:
     """The paper's two algorithms fitted on the purchases of ``visible`` (every interaction, or all but the held-out
-    future) through the one training path, :func:`~recjudge_utils.recommenders.training.train` (or loaded, or in
+    future) through the one training loop, :func:`~recjudge_utils.recommenders.training.train_each` (or loaded, or in
     plan mode stood in for)."""
     split = {"kind": "saer_heldout", "heldout": config.heldout, "dataset": dataset.name}
-    bought = purchases(visible)
-    models = {}
-    for alg, (key, params) in SAER_MODELS.items():
-        extra = ENCODERS[config.encoder] if key == "embedding" else {}
-        models[alg] = training.train(
-            key, bought, dataset.items, split=split, seed=config.seed, params={**params, **extra}
-        ).model
-    return models
+    specs = {alg: (key, {**params, **(ENCODERS[config.encoder] if key == "embedding" else {})})
+             for alg, (key, params) in SAER_MODELS.items()}  # fmt: skip
+    return train_each(specs, purchases(visible), dataset.items, split=split, seed=config.seed)
 
 
 def unrated_lists(
@@ -260,6 +265,17 @@ class SaerPanel:
         """The sampled customers, in sampling order."""
         return [int(u) for u in self.customers["user"]]
 
+    @property
+    def shown(self) -> dict[str, int]:
+        """Liked and disliked items in the customers' windows, and how many of each their contexts show."""
+        ctxs = self.contexts.values()
+        return {
+            "liked": sum(c.n_liked for c in ctxs),
+            "disliked": sum(c.n_disliked for c in ctxs),
+            "shown_liked": sum(len(c.history) for c in ctxs),
+            "shown_disliked": sum(len(c.disliked) for c in ctxs),
+        }
+
 
 def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] | None = None) -> SaerPanel:
     """Sample ``config.n_customers`` customers (with at least ``config.min_interactions``), hold out each one's last
@@ -274,13 +290,16 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
     catalogue = Catalogue.from_items(dataset.items)
     customers = sample_customers(inter, config.n_customers, seed=config.seed, min_interactions=config.min_interactions)
     users = [int(u) for u in customers["user"]]
-    visible, future = hold_out_last(inter, users, config.heldout) if config.heldout else (inter, inter.iloc[:0])
+    # the sampled customers' last interactions (min_interactions > heldout leaves each a history), nobody else's
+    held = config.heldout
+    visible, future = split_last_n(inter, held, min_train=1, users=users) if held else (inter, inter.iloc[:0])
     contexts = {
         u: build_context(visible, catalogue, u, domain, window_days=config.window_days, max_history=config.max_history)
         for u in users
     }
     t1 = time.perf_counter()
-    lists = unrated_lists(fit_recommenders(dataset, visible, config), visible, users, config.top_k)
+    models = {alg: fit.model for alg, fit in fit_recommenders(dataset, visible, config).items()}
+    lists = unrated_lists(models, visible, users, config.top_k)
     hits = None
     if config.heldout:
         liked = future.loc[future["rating"] >= 4]
@@ -476,9 +495,16 @@ def _position(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("measure")
 
 
+def _pct(indicator: Any) -> float:
+    """A share in percent without an interval (NaN when there is nothing to count)."""
+    indicator = np.asarray(indicator, dtype=bool)
+    return 100 * float(indicator.mean()) if len(indicator) else float("nan")
+
+
 def _adversarial_shares(adversarial: pd.DataFrame, versions: Sequence[str]) -> pd.DataFrame:
-    """Table 3: per prompt version the percent of each outcome among parsed answers (Wilson) and of answers naming
-    Set 1."""
+    """Table 3: per prompt version the percent of each outcome among parsed answers (Wilson), of answers naming
+    Set 1, and of pairs showing the genuine list first (all of them, and the parsed ones): what a judge that always
+    names Set 1 scores."""
     rows = []
     for version in versions:
         sub = adversarial.loc[adversarial["prompt_version"] == version]
@@ -488,10 +514,223 @@ def _adversarial_shares(adversarial: pd.DataFrame, versions: Sequence[str]) -> p
             row[f"{outcome}_%"], row[f"{outcome}_lo"], row[f"{outcome}_hi"] = _share(
                 parsed["outcome"].to_numpy() == outcome
             )
-        first = parsed["verdict"].to_numpy() == "Set 1"
-        row["chose_Set_1_%"] = 100 * float(first.mean()) if len(first) else float("nan")
+        row["chose_Set_1_%"] = _pct(parsed["verdict"].to_numpy() == "Set 1")
+        row["genuine_first_%"] = _pct(sub["genuine_position"].to_numpy() == 1)
+        row["genuine_first_parsed_%"] = _pct(parsed["genuine_position"].to_numpy() == 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: what the two presentation orders of one comparison said (both parsed): consistent, then inconsistent
+ORDER_OUTCOMES = ("same winner", "tie in both orders", "first-shown list won both times", "other disagreement")
+
+
+def _orders(adjudicated: pd.DataFrame) -> pd.DataFrame:
+    """Customers per :data:`ORDER_OUTCOMES` (count, percent of the customers with both orders parsed), then the
+    ``unjudged`` ones (count only)."""
+    a, b = ALGORITHMS
+
+    def kind(wa: Any, wb: Any) -> str:
+        if is_missing(wa) or is_missing(wb):
+            return "unjudged"
+        if wa == wb:
+            return ORDER_OUTCOMES[1] if wa == TIE else ORDER_OUTCOMES[0]
+        return ORDER_OUTCOMES[2] if (wa, wb) == (a, b) else ORDER_OUTCOMES[3]
+
+    kinds = [kind(wa, wb) for wa, wb in zip(adjudicated[f"winner_{a}_first"], adjudicated[f"winner_{b}_first"],
+                                               strict=True)]  # fmt: skip
+    counts = {k: kinds.count(k) for k in (*ORDER_OUTCOMES, "unjudged")}
+    judged = len(kinds) - counts["unjudged"]
+    pct = {k: 100 * counts[k] / judged if judged and k != "unjudged" else float("nan") for k in counts}
+    return pd.DataFrame({"count": counts, "pct": pct})
+
+
+def _flagged(pointwise: pd.DataFrame, panel: SaerPanel, version: str, top: int = 3) -> pd.DataFrame:
+    """Per algorithm (prompt ``version``): parsed lists, flagged items per list (mean), percent of lists with a
+    flag, and the ``top`` most-flagged items as (item, times flagged)."""
+    pw = pointwise.loc[(pointwise["prompt_version"] == version) & (pointwise["status"] == "parsed")]
+    rows = []
+    for alg in ALGORITHMS:
+        sub = pw.loc[pw["algorithm"] == alg]
+        counts: dict[int, int] = {}
+        for u, flagged in zip(sub["user"], sub["flagged"], strict=True):
+            for k in flagged:
+                item = panel.lists[alg][int(u)][k - 1]
+                counts[item] = counts.get(item, 0) + 1
+        most = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        rows.append({"algorithm": alg, "n_parsed": len(sub), "flagged_mean": _mean(sub["n_flagged"]),
+                     "flagged_%": _pct(sub["n_flagged"] > 0), "most": most})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _mean(values: pd.Series) -> float:
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def _answer_tally(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per task and prompt version: calls, unparsed answers, failed calls, the most common reason (its first 60
+    characters) and the first raw answer that did not parse."""
+    rows = []
+    for task, frame in frames.items():
+        for version, sub in frame.groupby("prompt_version", sort=True):
+            bad = sub.loc[sub["status"] != "parsed"]
+            reasons = bad["reason"].fillna("").str.slice(0, 60).value_counts()
+            raw = bad["raw_text"].dropna().astype(str) if "raw_text" in bad else pd.Series(dtype=str)
+            rows.append(
+                {"task": task, "prompt_version": version, "calls": len(sub),
+                 "unparsed": int((sub["status"] == "unparsed").sum()), "errors": int((sub["status"] == "error").sum()),
+                 "reason": reasons.index[0] if len(reasons) else None, "raw": raw.iloc[0] if len(raw) else None}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _copied(frames: dict[str, pd.DataFrame], domain: str, min_chars: int = COPY_MIN_CHARS) -> pd.DataFrame:
+    """Per task and prompt version: few-shot answers, parsed answers, and how many of these repeat at least
+    ``min_chars`` characters of a few-shot answer verbatim (a small judge parroting the examples)."""
+    rows = []
+    for task, frame in frames.items():
+        mode = "pointwise" if task == "pointwise" else "pairwise"
+        for version, sub in frame.groupby("prompt_version", sort=True):
+            shots = few_shot_answers(load_template(domain, mode, str(version)))
+            parsed = sub.loc[sub["status"] == "parsed", "raw_text"].fillna("").tolist()
+            copied = sum(any(_longest_common(text, shot) >= min_chars for shot in shots) for text in parsed)
+            rows.append({"task": task, "prompt_version": version, "shots": len(shots), "parsed": len(parsed),
+                         "copied": copied})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _longest_common(a: str, b: str) -> int:
+    """The length of the longest run of characters ``a`` and ``b`` share."""
+    return SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
+
+
+def _top_label(pointwise: pd.DataFrame, version: str) -> tuple[str, int] | None:
+    """The label given most often under prompt ``version`` and how often (None: no label parsed)."""
+    counts = pointwise.loc[(pointwise["prompt_version"] == version) & (pointwise["status"] == "parsed"), "category"]
+    top = counts.value_counts()
+    return (str(top.index[0]), int(top.iloc[0])) if len(top) else None
+
+
+@dataclass(frozen=True)
+class TimeCost:
+    """Judge calls, tokens, seconds and dollars of one run; ``cost_usd`` is None when the model has no price."""
+
+    calls: int
+    fresh: int
+    prompt_tokens: int
+    completion_tokens: int
+    judge_s: float
+    total_s: float
+    cost_usd: float | None
+    per_call_s: float  # mean latency per fresh call (NaN: every call came from the cache)
+    cost_per_call: float  # mean cost per fresh call (NaN: none fresh, or unpriced)
+
+    @property
+    def paper_minutes(self) -> float:
+        """Our per-call latency extrapolated, sequentially, to :data:`PAPER_CALLS` calls."""
+        return PAPER_CALLS * self.per_call_s / 60
+
+    @property
+    def paper_usd(self) -> float:
+        return PAPER_CALLS * self.cost_per_call
+
+
+def _time_cost(frames: Sequence[pd.DataFrame], timings: dict[str, float]) -> TimeCost:
+    cols = ["latency_s", "cache_hit", "prompt_tokens", "completion_tokens", "cost_usd"]
+    calls = pd.concat([f[cols] for f in frames])
+    fresh = calls.loc[~calls["cache_hit"]]
+    return TimeCost(
+        calls=len(calls),
+        fresh=len(fresh),
+        prompt_tokens=int(calls["prompt_tokens"].sum()),
+        completion_tokens=int(calls["completion_tokens"].sum()),
+        judge_s=sum(timings.get(f"judge {task}", 0.0) for task in ("pointwise", "pairwise", "adversarial")),
+        total_s=sum(timings.values()),
+        cost_usd=float(calls["cost_usd"].sum()) if calls["cost_usd"].notna().any() else None,
+        per_call_s=_mean(fresh["latency_s"]),
+        cost_per_call=_mean(fresh["cost_usd"]),
+    )
+
+
+def paper_shares() -> pd.DataFrame:
+    """The paper's headline shares (percent, as printed) indexed by measure, with 95 % Wilson intervals from its
+    count (share x sample size, rounded) and sample size: the paper prints no interval. Measures: ``Good Match,
+    <algorithm>``, ``adjudicated <outcome>``, ``position consistency``, ``adversarial correct, <version or human>``."""
+    t1 = paper_table("saer_table1").set_index(["algorithm", "category"])["saer_pct"]
+    t2 = paper_table("saer_table2").set_index("scope").loc["SAER Adjudicated"]
+    t3 = paper_table("saer_table3")
+    consistency = paper_table("saer_metrics").set_index("metric").loc["pairwise_position_consistency", "value"]
+    rows = [(f"Good Match, {alg}", t1[(alg, CATEGORIES[0])], PAPER_LISTS) for alg in ALGORITHMS]
+    rows += [(f"adjudicated {what}", t2[f"{key}_pct"], t2["n"]) for key, what in _ADJUDICATED.items()]
+    rows += [("position consistency", consistency, t2["n"])]
+    rows += [
+        (f"adversarial correct, {v if isinstance(v, str) else e}", pct, PAPER_ADVERSARIAL_PAIRS)
+        for e, v, pct in zip(t3["evaluator"], t3["prompt_version"], t3["correct_pct"], strict=True)
+    ]
+    frame = pd.DataFrame(rows, columns=["measure", "value", "n"]).astype({"value": float, "n": int})
+    frame["count"] = [round(p * n / 100) for p, n in zip(frame["value"], frame["n"], strict=True)]
+    low, high = wilson(frame["count"].to_numpy(), frame["n"].to_numpy())
+    frame["low"], frame["high"] = 100 * low, 100 * high
+    return frame.set_index("measure")
+
+
+#: Table 2's outcomes as the headline names them
+_ADJUDICATED = {"cooccurrence_win": "co-occurrence wins", "embedding_win": "embedding wins", "tie": "ties"}
+
+#: the weighted-kappa exercise's two annotators of five lists (chapter 4)
+KAPPA_EXERCISE = (
+    ("Good Match", "Partial Match", "Partial Match", "Poor Match", "Partial Match"),
+    ("Good Match", "Partial Match", "Poor Match", "Poor Match", "Good Match"),
+)
+
+
+@dataclass(frozen=True)
+class KappaByHand:
+    """Quadratic weighted kappa worked by hand (codes from 0 for the lowest label, cost = squared distance), the
+    package's value, and the single change to ``b`` that lowers it most."""
+
+    a: list[str]
+    b: list[str]
+    codes_a: list[int]
+    codes_b: list[int]
+    costs: list[int]  # each pair's squared distance
+    observed: float  # their mean
+    shares_a: list[float]  # each annotator's label shares, lowest label first
+    shares_b: list[float]
+    expected: float  # the cost expected by chance from the two annotators' shares
+    kappa: float  # 1 - observed / expected
+    package: float  # metrics.agreement.weighted_kappa
+    n_changes: int  # single changes to b tried
+    worst: float  # the lowest kappa one change reaches ...
+    where: int  # ... by changing b at this position (0-based) ...
+    to: str  # ... to this label
+    steps_before: int  # distance between a and b there before the change
+    steps_after: int  # and after it
+
+
+def kappa_by_hand(
+    a: Sequence[str] = KAPPA_EXERCISE[0], b: Sequence[str] = KAPPA_EXERCISE[1], labels: Sequence[str] = POINTWISE_LABELS
+) -> KappaByHand:
+    """Every step of :class:`KappaByHand` for labels ordered lowest first (``POINTWISE_LABELS``: Poor < Partial
+    < Good); by default on the exercise's two annotators."""
+    order = list(labels)
+    x, y = np.array([order.index(v) for v in a]), np.array([order.index(v) for v in b])
+    k = len(order)
+    weights = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
+    pa, pb = np.bincount(x, minlength=k) / len(x), np.bincount(y, minlength=k) / len(y)
+    observed, expected = float(np.mean((x - y) ** 2)), float(pa @ weights @ pb)
+    changes = [
+        (weighted_kappa(a, [*b[:i], label, *b[i + 1 :]], labels), i, label)
+        for i in range(len(b))
+        for label in order
+        if label != b[i]
+    ]
+    worst, where, to = min(changes)
+    return KappaByHand(
+        list(a), list(b), x.tolist(), y.tolist(), ((x - y) ** 2).tolist(), observed, pa.tolist(), pb.tolist(),
+        expected, 1 - observed / expected, weighted_kappa(a, b, labels), len(changes), worst, where, to,
+        abs(int(y[where]) - int(x[where])), abs(order.index(to) - int(x[where])),
+    )  # fmt: skip
 
 
 def labeler_agreement(
@@ -553,13 +792,42 @@ class SaerRun(Run):
     labels: pd.DataFrame  # Table 1: algorithm, category, pct, low, high, n_parsed, n_unparsed (main version)
     verdicts: pd.DataFrame  # Table 2: per scope, each outcome's pct, lo, hi
     position: pd.DataFrame  # position consistency and the share naming Set 1 (count, n, pct, low, high)
-    detection: pd.DataFrame  # Table 3: per prompt version, each outcome's pct, lo, hi; chose_Set_1_%
+    detection: pd.DataFrame  # Table 3: per prompt version, each outcome's pct, lo, hi; chose_Set_1_%, genuine_first_%
     agreements: pd.DataFrame  # raw agreement and kappa with CIs between every pair of labelers
+    orders: pd.DataFrame  # per ORDER_OUTCOMES and "unjudged": customers (count) and percent of the judged (pct)
+    flagged: pd.DataFrame  # per algorithm (main version): parsed lists, flagged_mean, flagged_%, most (item, times)
+    answers: pd.DataFrame  # per task and prompt version: calls, unparsed, errors, reason, raw
+    copied: pd.DataFrame  # per task and prompt version: shots, parsed, copied (answers repeating an example)
+    top_label: tuple[str, int] | None  # the main version's most frequent label and its count
+    cost: TimeCost
+    paper: pd.DataFrame  # paper_shares(): the paper's headline shares with Wilson intervals
 
     @property
     def title_suffix(self) -> str:
         """The data and judge, for every table title."""
         return f"{self.data_label}; judge: {self.judge_name}"
+
+    def headline(self) -> pd.DataFrame:
+        """The chapter's headline shares, one row per (measure, source): value, low, high in percent, ours with the
+        run's Wilson intervals beside the paper's (:func:`paper_shares`)."""
+        good = self.labels.loc[self.labels["category"] == CATEGORIES[0]].set_index("algorithm")
+        adj, cons = self.verdicts.iloc[1], self.position.loc["position consistency"]
+        ours = [(f"Good Match, {alg}", *good.loc[alg, ["pct", "low", "high"]]) for alg in ALGORITHMS]
+        ours += [(f"adjudicated {what}", *adj[[f"{k}_%", f"{k}_lo", f"{k}_hi"]]) for k, what in _ADJUDICATED.items()]
+        ours += [("position consistency", cons["pct"], cons["low"], cons["high"])]
+        ours += [
+            (f"adversarial correct, {r.prompt_version}", *r[["correct_%", "correct_lo", "correct_hi"]])
+            for _, r in self.detection.iterrows()
+        ]
+        rows = []
+        for measure, value, low, high in ours:
+            paper = self.paper.loc[measure]
+            rows += [
+                (measure, "ours", value, low, high),
+                (measure, "paper", paper["value"], paper["low"], paper["high"]),
+            ]
+        frame = pd.DataFrame(rows, columns=["measure", "source", "value", "low", "high"])
+        return frame.astype({"value": float, "low": float, "high": float})
 
     def results(self) -> list[Result]:
         """Tables 1-3 shares with their Wilson CIs and the position consistency."""
@@ -631,6 +899,7 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
     label = dataset.display_label
     if panel.domain != "ecommerce":
         label = f"{label} as a stand-in for Amazon Beauty"
+    tasks = {"pointwise": pointwise, "pairwise": pairwise, "adversarial": adversarial}
     return SaerRun(
         config=config,
         judge_name=judge.model_name,
@@ -646,4 +915,11 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
         position=_position(pairwise, adjudicated),
         detection=_adversarial_shares(adversarial, config.prompt_versions),
         agreements=labeler_agreement(pointwise, adjudicated, adversarial, config),
+        orders=_orders(adjudicated),
+        flagged=_flagged(pointwise, panel, config.main_version),
+        answers=_answer_tally(tasks),
+        copied=_copied(tasks, panel.domain),
+        top_label=_top_label(pointwise, config.main_version),
+        cost=_time_cost(list(tasks.values()), timings),
+        paper=paper_shares(),
     )

@@ -1,16 +1,16 @@
 """RecSys Arena's transparency experiment (Sec. 4.2.2, Fig. 5): can the judge see which features a model used?
 
-``run(judge, dataset, ArenaConfig(...))``: DeepFM is trained twice on chapter 3's split, with user features (age,
-gender, occupation, genres) and with user and item ids only (the paper's two models); both are judged pairwise, in
-both orders, with chapter 3's full six-aspect prompt (the paper reads the Transparency aspect of that judgment, Fig.
-5), for the same judged users as :func:`recjudge_utils.experiments.arena.run` (same config, same seed), through the
-arena's own steps. The tables read the Transparency verdict and the overall one of each answer.
+``run(judge, dataset, TransparencyConfig(...))``: DeepFM is trained twice on chapter 3's split, with user features
+(age, gender, occupation, genres) and with user and item ids only (the paper's two models); both are judged pairwise,
+in both orders, with chapter 3's full six-aspect prompt (the paper reads the Transparency aspect of that judgment,
+Fig. 5), for the same judged users as :func:`recjudge_utils.experiments.arena.run` (the same parameters, same seed),
+through the arena's own steps. The tables read the Transparency verdict and the overall one of each answer.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -22,15 +22,36 @@ from recjudge_utils.experiments.arena import ArenaConfig, ArenaPanel
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.protocols.pairwise import games
-from recjudge_utils.recommenders import training
-from recjudge_utils.recommenders.budgets import training_budget
 
-__all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyRun", "run"]
+__all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyConfig", "TransparencyRun", "run"]
 
 #: the two DeepFM models (x with user features, y with ids only) and the parameters that make them differ
 TRANSPARENCY_MODELS = {"deepfm+features": {"use_side_features": True}, "deepfm-ids": {"use_side_features": False}}
 #: the verdicts read from each six-aspect answer
 KEYS = ("transparency", OVERALL)
+
+
+@dataclass(frozen=True)
+class TransparencyConfig:
+    """Chapter 3's parameters this experiment uses (same names, same defaults): it always asks the prompt's six
+    aspects in both orders, so ``aspects`` and ``both_orders`` are not among them."""
+
+    top_k: int = 5
+    n_users: int = 2  # judged users (the same draw as chapter 3's run); 0 = every user with test items
+    n_history: int = 10
+    n_test: int = 10
+    train_budget: str = "small"
+    n_boot: int = 2000
+    seed: int = 0
+
+    @property
+    def main_source(self) -> str:
+        """The view the takeaway reads: adjudicated (both orders are always judged)."""
+        return "adjudicated"
+
+    def arena(self) -> ArenaConfig:
+        """The config of the arena steps run here: six aspects (None: the prompt file's), both orders."""
+        return ArenaConfig(aspects=None, both_orders=True, **asdict(self))
 
 
 @dataclass(kw_only=True)
@@ -40,47 +61,42 @@ class TransparencyRun(Run):
 
     experiment: ClassVar[str] = "arena_transparency"
 
-    config: ArenaConfig
+    config: TransparencyConfig
     panel: ArenaPanel
     raw: pd.DataFrame  # one row per (user, order): every aspect's verdict, with the judge's analyses
     adjudicated: pd.DataFrame
     outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect (transparency, overall) and source
 
     def results(self) -> list[Result]:
-        """Win % and Q (with CIs) of the features model per aspect and source."""
+        """Win % and Q (with CIs) of the features model per aspect and source, named apart from chapter 3's own
+        ``win_pct`` and ``Q`` (both runs write the chapter's ``results.json``)."""
         out = []
         for r in self.outcomes.itertuples(index=False):
             group = {"aspect": str(r.aspect), "source": str(r.source)}
-            out.append(result("win_pct", r.win, r.win_lo, r.win_hi, r.n, "95% Wilson", **group))
-            out.append(result("Q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% percentile bootstrap", **group))
+            out.append(result("transparency_win_pct", r.win, r.win_lo, r.win_hi, r.n, "95% Wilson", **group))
+            out.append(result("transparency_Q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% percentile bootstrap", **group))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
         """The transparency outcome for the features model, per user and order."""
         raw = self.raw
         return {
-            "pairwise": [
+            "transparency": [
                 {"user": int(u), "order": str(o), "label": None if pd.isna(v) else str(v)}
                 for u, o, v in zip(raw["user"], raw["order"], raw["transparency"], strict=True)
             ]
         }
 
 
-def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> TransparencyRun:
+def run(judge: Judge, dataset: Dataset, config: TransparencyConfig) -> TransparencyRun:
     """Train both DeepFM models, judge them against each other in both orders with the full six-aspect prompt, and
     compute the tables' numbers from the Transparency and overall verdicts."""
-    cfg = replace(config, aspects=None, both_orders=True)  # None: the six aspects of the prompt file
+    cfg = config.arena()
     timings: dict[str, float] = {}
     train, test = arena.split(dataset, cfg)
-    budget = training_budget("arena", cfg.train_budget).get("deepfm", {})
-    split = {"kind": "last_n", "n_test": cfg.n_test, "dataset": dataset.name}
-    models = {}
-    for name, extra in TRANSPARENCY_MODELS.items():
-        t0 = time.perf_counter()
-        models[name] = training.train(
-            "deepfm", train, dataset.items, split=split, seed=cfg.seed, params={**budget, **extra}, users=dataset.users
-        ).model
-        timings[f"train {name}"] = time.perf_counter() - t0
+    fitted = arena.train_models(dataset, train, {n: ("deepfm", extra) for n, extra in TRANSPARENCY_MODELS.items()}, cfg)
+    models = {name: fit.model for name, fit in fitted.items()}
+    timings.update({f"train {name}": fit.seconds for name, fit in fitted.items()})
     panel = arena.build_panel(dataset, models, train, test, cfg)
     x, y = TRANSPARENCY_MODELS
     comparisons = pd.DataFrame({"user": panel.users, "x": x, "y": y})

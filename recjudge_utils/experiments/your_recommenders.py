@@ -31,6 +31,7 @@ protocol's noisy ranking recovers its perfect one and the held-out truth (Precis
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -80,6 +81,7 @@ __all__ = [
     "arena_comparisons",
     "chosen_systems",
     "cost_at_scale",
+    "distinct_resamples",
     "judged_users",
     "listed_users",
     "planned_calls",
@@ -350,7 +352,7 @@ class YourRecommendersRun(Run):
     judgments: dict[str, pd.DataFrame]  # protocol -> one row per judge call (its status, raw answer, usage)
     matrices: dict[str, pd.DataFrame]  # measure -> users x systems
     summary: pd.DataFrame  # measure, system, mean, low, high, n
-    taus: pd.DataFrame  # a, b, tau, low, high, n_systems, n_users, n_boot
+    taus: pd.DataFrame  # a, b, tau, low, high, n_systems, n_users, n_boot, resamples
     separation: pd.DataFrame  # measure, a, b, difference, low, high, separated
     duels: pd.DataFrame  # one row per Arena duel (both orders and the adjudicated outcome)
     serendipity_per_user: pd.DataFrame
@@ -378,6 +380,57 @@ class YourRecommendersRun(Run):
                 }
             )
         return pd.DataFrame(rows)
+
+    def unparsed(self, examples: int = 2) -> pd.DataFrame:
+        """Per protocol and reason (``""``: none given), in order of appearance: the answers that could not be read
+        (``bad`` of the protocol's ``total``) and the first ``examples`` raw answers (160 characters, one line each)."""
+        rows = []
+        for protocol, frame in self.judgments.items():
+            bad = frame[frame["status"] != "parsed"]
+            for reason, grp in bad.groupby(bad["reason"].fillna(""), sort=False):
+                raw = [str(t)[:160].replace("\n", " ") for t in grp["raw_text"].dropna().head(examples)]
+                rows.append(
+                    {"protocol": protocol, "reason": str(reason), "bad": len(grp), "total": len(frame), "raw": raw}
+                )
+        return pd.DataFrame(rows, columns=["protocol", "reason", "bad", "total", "raw"])
+
+    @property
+    def system_pairs(self) -> int:
+        """The pairs of systems a measure can separate."""
+        return math.comb(len(self.panel.systems), 2)
+
+    def separated_counts(self) -> pd.DataFrame:
+        """Per measure (the index, in :attr:`measures` order): the pairs of systems whose paired CI excludes 0
+        (``separated``), of how many (``pairs``), and which, each as (higher, lower) (``which``)."""
+        rows = {}
+        for m in self.measures:
+            part = self.separation[self.separation["measure"] == m]
+            sep = part[part["separated"]]
+            which = [(r.a, r.b) if r.difference > 0 else (r.b, r.a) for r in sep.itertuples(index=False)]
+            rows[m] = {"separated": len(sep), "pairs": len(part), "which": which}
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    def duel_points(self) -> pd.DataFrame:
+        """Per Arena pair (x, y): x's share of points over the duels with a verdict (win 1, tie 1/2; NaN without
+        one), the duels with a verdict (``n``) and all of them (``duels``); no row when no duel was judged."""
+        if self.duels.empty or OVERALL not in self.duels:
+            return pd.DataFrame(columns=["x", "y", "share", "n", "duels"])
+        rows = []
+        for (x, y), grp in self.duels.groupby(["x", "y"], sort=False):
+            scored = [POINTS[o] for o in grp[OVERALL] if o in POINTS]
+            share = float(np.mean(scored)) if scored else np.nan
+            rows.append({"x": x, "y": y, "share": share, "n": len(scored), "duels": len(grp)})
+        return pd.DataFrame(rows)
+
+    def tau_matrix(self) -> pd.DataFrame:
+        """Kendall's tau of every two measures (:attr:`measures` by :attr:`measures`, symmetric, 1 on the diagonal,
+        NaN where a ranking is constant or missing)."""
+        matrix = pd.DataFrame(np.nan, index=self.measures, columns=self.measures)
+        for r in self.taus.itertuples(index=False):
+            matrix.loc[r.a, r.b] = matrix.loc[r.b, r.a] = r.tau
+        for m in self.measures:
+            matrix.loc[m, m] = 1.0
+        return matrix
 
     def results(self) -> list[Result]:
         """Every measure's system means with CIs, every Kendall tau with its CI, and the judgments parsed."""
@@ -420,6 +473,12 @@ def _api_calls(frame: pd.DataFrame) -> int:
     return int((~frame["cache_hit"].astype(bool)).sum()) if "cache_hit" in frame else 0
 
 
+def distinct_resamples(n: int) -> int:
+    """The distinct bootstrap resamples of n users (multisets of n drawn from n): C(2n - 1, n); none without a user.
+    Few of them (10 for 3 users) and a percentile interval means little."""
+    return math.comb(2 * n - 1, n) if n > 0 else 0
+
+
 def statistics(
     judged: Mapping[str, pd.DataFrame],
     shown: Mapping[str, pd.DataFrame],
@@ -431,7 +490,8 @@ def statistics(
     ``judged`` holds for both; the pairs each of ``measures`` separates in ``shown``).
 
     ``judged``: each measure over the judged users (what two rankings are compared on); ``shown``: each measure over
-    the users the chapter reports it for (the offline metrics over every evaluation user with lists)."""
+    the users the chapter reports it for (the offline metrics over every evaluation user with lists). Each tau also
+    counts the distinct resamples its bootstrap can draw (``resamples``)."""
     summary = pd.concat(
         [system_means(frame, n_boot=n_boot, seed=seed).assign(measure=m) for m, frame in shown.items()],
         ignore_index=True,
@@ -449,7 +509,7 @@ def statistics(
             n_boot=n_boot,
             seed=seed,
         )
-        taus.append({"a": a, "b": b, **tau.__dict__})
+        taus.append({"a": a, "b": b, **tau.__dict__, "resamples": distinct_resamples(tau.n_users)})
     return (
         summary[["measure", "system", "mean", "low", "high", "n"]],
         pd.DataFrame(taus),

@@ -11,9 +11,12 @@ module                 responsibility
 ``records``            the JSONL judgment log of a run and the usage table
 ``logprobs``           label distributions and expected scores from token logprobs
 ``pricing``            token prices and the cost of a call
-``embedded_server``    the llama.cpp server process of the embedded model
+``embedded_server``    the embedded model's llama-server process (one per process, on loopback)
+``llama_build``        llama-server and llama-bench built once per machine, and the model, in the user cache
 ``profiles``           judge profiles (YAML): which backend, model, endpoint, limits and prices
 ``planning``           plan mode: every request recorded, none sent
+``panel``              judge panels: a client of member clients, one record per judgment with every member's answer
+``aggregation``        how a panel combines its members' parsed answers, per answer format (majority, mean, median)
 =====================  ====================================================================================
 
 The truth a request carries, ``ParseError`` and every answer format (its parser and the simulated judge's renderer)

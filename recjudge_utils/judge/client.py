@@ -85,6 +85,8 @@ class JudgeClient:
         progress: tqdm bars on batches.
         offline: answer only from the cache (an offline replay): a miss is an error and no call is made.
         name: the judge profile's name (what the manifest and the runs' tables call this judge).
+        log_judgments: write each judgment to the run's JSONL log (False: a judge panel's member, whose answers the
+            panel's own record of each judgment holds; :mod:`recjudge_utils.judge.panel`).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class JudgeClient:
         progress: bool = True,
         offline: bool = False,
         name: str | None = None,
+        log_judgments: bool = True,
     ) -> None:
         if not isinstance(backend, Backend):
             raise TypeError(
@@ -111,6 +114,7 @@ class JudgeClient:
         self.repair = bool(repair)
         self.progress = bool(progress)
         self.offline = bool(offline)
+        self.log_judgments = bool(log_judgments)
         self.prices = PriceTable(pricing)
         self.run_dir = Path(run_dir) if run_dir is not None else current_run_dir() / (run_name or "judge")
         self.run_name = self.run_dir.name
@@ -411,7 +415,7 @@ class JudgeClient:
         return result
 
     def _write(self, request: JudgeRequest, plan: Plan, result: JudgeResult[Any], route: str | None = None) -> None:
-        if not self.backend.logs_judgments:
+        if not (self.log_judgments and self.backend.logs_judgments):
             return
         self.log.write(
             request,

@@ -16,24 +16,22 @@ embedded judge's tokenizer (:class:`ChatTokenizer`, SmolLM2's own, with its chat
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
+import http.client
 import json
-import os
 import random
-import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from recjudge_utils._extras import optional_imports
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
 from recjudge_utils.judge.backends.sim import SimParameters, simulated_answer
 from recjudge_utils.judge.cache import JudgeCache
+from recjudge_utils.judge.panel import MEMBERS_DIR
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
 from recjudge_utils.paths import runs_dir
@@ -46,7 +44,7 @@ __all__ = [
     "SAMPLE_SIZE",
     "ChatTokenizer",
     "PlanBackend",
-    "estimate_tokens",
+    "plan_files",
     "prompt_chars",
 ]
 
@@ -57,7 +55,14 @@ JUDGE_FILE = "plan_judge.json"
 SAMPLE_SIZE = 200
 
 
-def estimate_tokens(text: str) -> int:
+def plan_files(folder: Path, notebook: str) -> list[Path]:
+    """The plan records of one notebook in the plan ``folder``: its judge's, or each panel member's
+    (``members/<member>/<notebook>/``, :mod:`recjudge_utils.judge.panel`)."""
+    own = folder / notebook / PLAN_FILE
+    return ([own] if own.exists() else []) + sorted(folder.glob(f"{MEMBERS_DIR}/*/{notebook}/{PLAN_FILE}"))
+
+
+def _estimate_tokens(text: str) -> int:
     """Tokens of a text, estimated as characters / 4 (the usual rule for English with BPE tokenizers)."""
     return max(1, len(text) // 4)
 
@@ -158,7 +163,7 @@ class PlanBackend(Backend):
             chars = prompt_chars(req.messages)
             text = simulated_answer(req, self._params, self._rng) if req.answer_format else "{}"
             self._sample(req, text, chars)
-            prompt_tokens, completion_tokens = max(1, chars // 4), estimate_tokens(text)
+            prompt_tokens, completion_tokens = max(1, chars // 4), _estimate_tokens(text)
             record = {
                 "template_id": req.template_id,
                 "cache_key": job.plan.key,
@@ -193,67 +198,57 @@ class PlanBackend(Backend):
         self.inner.close()
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence file descriptor 2: llama.cpp logs its context setup from C even with ``verbose=False``."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 class ChatTokenizer:
-    """The embedded judge's own tokenizer and chat template, read from its GGUF (vocabulary only, no weights), so
-    a prompt is counted as the llama.cpp server counts it: the messages rendered with the model's chat template
-    (ChatML for SmolLM2: ``<|im_start|>role\\n...<|im_end|>\\n`` and the assistant prefix)."""
+    """The embedded judge's own tokenizer and chat template, applied by the server that answers: the messages go
+    through llama-server's ``/apply-template`` (the GGUF's chat template: ChatML for SmolLM2) and the prompt through
+    its ``/tokenize`` with the special tokens a chat request gets, so a prompt is counted as the server counts it
+    (``tests/test_judge_embedded.py`` checks the count against a completion's ``usage.prompt_tokens``).
 
-    def __init__(self, model_path: Path | None = None) -> None:
-        from recjudge_utils.judge.embedded_server import gguf_path
+    It asks a llama-server this process already runs, else a small one of its own, stopped by :meth:`close`."""
 
-        with optional_imports("embedded"):
-            import llama_cpp
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    def __init__(self) -> None:
+        from recjudge_utils.judge.embedded_server import tokenizer_server
 
-        self.model_path = model_path or gguf_path()
-        with _quiet_stderr():
-            self.llm = llama_cpp.Llama(model_path=str(self.model_path), vocab_only=True, verbose=False)
-        template = self.llm.metadata.get("tokenizer.chat_template")
-        self._formatter: Jinja2ChatFormatter | None = None
-        if template:
-            # what llama-cpp-python's server does for a GGUF that carries its chat template (Llama.__init__)
-            eos_id, bos_id = self.llm.token_eos(), self.llm.token_bos()
-            self._formatter = Jinja2ChatFormatter(
-                template=template,
-                eos_token=self._piece(eos_id),
-                bos_token=self._piece(bos_id),
-                stop_token_ids=[eos_id],
-            )
+        self.server, self._owned = tokenizer_server()
+        self.model_path = self.server.model_path
+        self._conn: http.client.HTTPConnection | None = None
 
-    def _piece(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        # one kept-alive connection: a plan counts thousands of sampled prompts, two calls each
+        for attempt in (0, 1):
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=120)
+            try:
+                self._conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+                resp = self._conn.getresponse()
+                data = resp.read()
+            except (http.client.HTTPException, OSError):
+                self._conn.close()
+                self._conn = None
+                if attempt or not self.server.alive():
+                    raise
+                continue
+            if resp.status != 200:
+                raise RuntimeError(f"llama-server {path} answered {resp.status}: {data[:300]!r}")
+            return json.loads(data)
+        raise AssertionError("unreachable")
 
     def text_tokens(self, text: str) -> int:
         """Tokens of a plain text (an answer), without special tokens."""
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        body = {"content": text, "add_special": False, "parse_special": False}
+        return len(self._post("/tokenize", body)["tokens"])
 
     def prompt_tokens(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """Tokens of a chat request's prompt as the server evaluates it (chat template and generation prefix)."""
-        if self._formatter is None:  # no template in the file: ChatML, SmolLM2's format
-            text = "".join(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
-            text += "<|im_start|>assistant\n"
-            return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-        chat: list[Any] = [dict(m) for m in messages]
-        result = self._formatter(messages=chat)
-        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
-        return len(tokens)
+        chat = [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
+        prompt = self._post("/apply-template", {"messages": chat})["prompt"]
+        # what llama-server does with a chat prompt: special tokens added (BOS if the model wants one) and parsed
+        return len(self._post("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"])
 
     def close(self) -> None:
-        """Free the vocabulary."""
-        self.llm.close()
+        """Close the connection, and stop the server if this tokenizer started it."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._owned:
+            self.server.stop()

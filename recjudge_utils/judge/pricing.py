@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["BATCH_DISCOUNT", "PriceTable", "load_pricing"]
+__all__ = ["BATCH_DISCOUNT", "PriceTable"]
 
 BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the standard price
 
@@ -25,7 +25,7 @@ def _default_table() -> dict[str, dict[str, float]]:
     return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
 
 
-def load_pricing(override: Mapping[str, Any] | str | Path | None = None) -> dict[str, dict[str, float]]:
+def _load_pricing(override: Mapping[str, Any] | str | Path | None = None) -> dict[str, dict[str, float]]:
     """Default table updated with ``override`` (a dict or a JSON file path)."""
     table = _default_table()
     if override is None:
@@ -45,7 +45,7 @@ class PriceTable:
     """Looks up a model's price; dated snapshots fall back to the base name (gpt-4o-2024-11-20 -> gpt-4o)."""
 
     def __init__(self, override: Mapping[str, Any] | str | Path | None = None) -> None:
-        self.table = load_pricing(override)
+        self.table = _load_pricing(override)
 
     def price(self, model: str) -> dict[str, float] | None:
         """USD per 1M input/output tokens of ``model`` (its longest known prefix), or None."""

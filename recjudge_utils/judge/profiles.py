@@ -4,7 +4,7 @@ A profile (shipped examples under ``judges/`` in the repository; ``judges/profil
 editor can check them against)::
 
     name: gpt-5-mini             # how tables and run folders name this judge
-    backend: openai              # openai | batch | embedded | sim (default: from model and batch)
+    backend: openai              # openai | batch | embedded | sim | panel (default: from model and batch)
     model: gpt-5-mini            # the id the endpoint serves (a router's provider/model, an Azure deployment name)
     base_url: https://api.openai.com/v1
     api_key_env: OPENAI_API_KEY  # the NAME of the environment variable holding the key; never the key
@@ -32,6 +32,16 @@ passes to every notebook as the ``judge`` parameter) or a :class:`JudgeProfile`.
 model with ``extra="forbid"``, so a typo fails with one message naming the file and the field; with
 :meth:`JudgeProfile.check`, so do a missing key variable, an endpoint that does not answer a preflight call and a
 model it does not list.
+
+A *panel* (``backend: panel``, :class:`PanelProfile`) is a judge made of judges: ``members`` (profile names, paths or
+inline profiles), ``aggregate`` (the rule per answer format) and ``min_members``; its client asks every member and
+aggregates their answers (:mod:`recjudge_utils.judge.panel`)::
+
+    name: panel-sim
+    backend: panel
+    members: [sim-a, judges/sim-b.yaml, {name: sim-c, backend: sim, options: {noise: 0.8, seed: 3}}]
+    aggregate: {json_levels: median}   # json_levels / json_list_score: mean | median; the rest: strict majority
+    min_members: 2                     # default: a majority of the members
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -56,10 +66,11 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from recjudge_utils.judge.backends import backend_names, create_backend
+from recjudge_utils.judge.backends import backend_class, backend_names, create_backend
 from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.panel import PanelClient, PanelMember, member_run_dir
 from recjudge_utils.judge.transport import RetryPolicy
-from recjudge_utils.paths import ensure_run_dir, project_root
+from recjudge_utils.paths import current_run_dir, ensure_run_dir, project_root, run_mode
 
 if TYPE_CHECKING:
     from recjudge_utils.judge.backends.base import Backend
@@ -71,6 +82,8 @@ __all__ = [
     "GenerationSettings",
     "JudgeProfile",
     "OpenAIProfile",
+    "PanelAggregate",
+    "PanelProfile",
     "ProfileError",
     "SimProfile",
     "client_for",
@@ -144,14 +157,20 @@ class BatchOptions(_Strict):
 
 
 class EmbeddedOptions(_Strict):
-    """llama.cpp server settings (:func:`recjudge_utils.judge.embedded_server.get_local_server`)."""
+    """llama-server settings (:func:`recjudge_utils.judge.embedded_server.get_local_server`); its slots are the
+    profile's ``max_concurrency``."""
 
-    n_ctx: int | None = Field(None, ge=512)
-    n_threads: int | None = Field(None, ge=1)
-    n_batch: int | None = Field(None, ge=1)
-    cache: bool | None = None
-    cache_size: int | None = Field(None, ge=0)
-    logits_all: bool | None = None
+    n_ctx: int | None = Field(None, ge=512, description="tokens of context per slot (default 8192)")
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: every core)")
+    n_batch: int | None = Field(None, ge=1, description="logical batch of prompt tokens (llama-server's default 2048)")
+    n_ubatch: int | None = Field(None, ge=1, description="physical batch of prompt tokens (llama-server's default 512)")
+    cache_reuse: int | None = Field(
+        None, ge=0, description="smallest shifted chunk of an earlier prompt reused, in tokens (default 256; 0: off)"
+    )
+    cache_ram: int | None = Field(
+        None, ge=0, description="MiB of RAM keeping earlier prompts' states (default 1024; 0: off)"
+    )
+    flash_attn: Literal["auto", "on", "off"] | None = Field(None, description="llama.cpp's flash attention")
     verbose: bool | None = None
     startup_timeout: float | None = Field(None, gt=0)
     log_dir: str | None = None
@@ -237,6 +256,24 @@ class JudgeProfile(_Strict):
         """The profile's backend (``extra``: keyword options beyond the profile's, e.g. the sim's error model)."""
         return create_backend(self.backend, **{**self.backend_options(offline=offline), **extra})
 
+    @property
+    def computes_answers(self) -> bool:
+        """Whether this judge computes its answers on this machine (the simulated judge): no model, key or cost, and
+        an offline replay needs none of its answers."""
+        return bool(backend_class(self.backend_name).computes_answers)
+
+    def open_client(self, offline: bool = False, **client_options: Any) -> JudgeClient | PanelClient:
+        """The judge a notebook talks to: the profile's :meth:`client`, or a panel's client of clients."""
+        return self.client(offline=offline, **client_options)
+
+    def plan_client(self, plan_cache: Path, **client_options: Any) -> JudgeClient | PanelClient:
+        """The judge in plan mode: every request recorded under this judge's cache keys, none sent
+        (:class:`~recjudge_utils.judge.planning.PlanBackend`), answers kept in ``plan_cache``."""
+        from recjudge_utils.judge.planning import PlanBackend
+
+        client_options.setdefault("name", self.name)
+        return JudgeClient(PlanBackend(self.create_backend(offline=True)), cache_path=plan_cache, **client_options)
+
     def client(
         self, offline: bool = False, backend_options: Mapping[str, Any] | None = None, **overrides: Any
     ) -> JudgeClient:
@@ -314,16 +351,22 @@ class BatchProfile(OpenAIProfile):
 
 
 class EmbeddedProfile(_OpenAIProtocol):
-    """SmolLM2-135M-Instruct served on this machine by llama.cpp (the default judge)."""
+    """SmolLM2-135M-Instruct served on this machine by llama.cpp's llama-server (the default judge)."""
 
     backend: Literal["embedded"] = "embedded"
     name: str = "embedded"
     model: Literal["local"] = "local"
-    max_concurrency: int = Field(1, ge=1, le=1, description="llama.cpp serves one request at a time")
+    max_concurrency: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="llama-server slots, requests served at once: 1 on 2 cores (each slot evaluates the shared prompt "
+        "prefix again, so two measured no faster); more may pay with cores or a GPU to spare",
+    )
     options: EmbeddedOptions = EmbeddedOptions()
 
     def backend_options(self, offline: bool = False) -> dict[str, Any]:
-        """The OpenAI-protocol settings and the llama.cpp server's options."""
+        """The OpenAI-protocol settings and llama-server's options."""
         return {**self._protocol_options(offline), "server_options": self.options.model_dump(exclude_none=True)}
 
 
@@ -347,14 +390,163 @@ class CustomProfile(JudgeProfile):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+#: what a panel has none of: each member's profile sets its own
+_PANEL_UNUSED = ("max_concurrency", "timeout", "retries", "prices", "repair")
+#: fields two members may differ in and still be the same judge (the same cache keys, so the same answers)
+_SAME_JUDGE_FIELDS = {"name", "max_concurrency", "timeout", "retries", "repair", "prices"}
+
+
+def _panel_schema(schema: dict[str, Any]) -> None:
+    properties = schema.get("properties", {})
+    for name in _PANEL_UNUSED:
+        properties.pop(name, None)
+
+
+class PanelAggregate(_Strict):
+    """How a panel combines its members' usable answers, per answer format (the ``answer_format`` of the prompt file;
+    :mod:`recjudge_utils.judge.aggregation`). A member whose answer did not parse casts no vote."""
+
+    json_levels: Literal["mean", "median"] = Field(
+        "mean", description="five-level scores (the serendipity judge): the mean or median, rounded half up to a level"
+    )
+    json_list_score: Literal["mean", "median"] = Field(
+        "mean", description="Arena's absolute list score in [0, 1]: the mean or median"
+    )
+    arena_pairwise: Literal["majority"] = Field(
+        "majority", description="per aspect and overall: the verdict of a strict majority, else Tie (no majority)"
+    )
+    saer_list_label: Literal["majority"] = Field(
+        "majority",
+        description="SAER's label: a strict majority, else the judgment is unparsed (no majority); flagged items: "
+        "those a strict majority flags",
+    )
+    saer_pairwise: Literal["majority"] = Field(
+        "majority", description="SAER's set verdict: a strict majority, else Tie (no majority)"
+    )
+
+
+class PanelProfile(JudgeProfile):
+    """A judge made of judges: every member is asked every request and the panel aggregates their answers
+    (:mod:`recjudge_utils.judge.panel`). Members are all simulated judges or all LLM judges."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_panel_schema)
+    backend: Literal["panel"] = "panel"
+    name: str = Field("panel", description="how tables and run folders name this judge")
+    model: str = Field("panel", description="set from the members' models")
+    members: list[str | dict[str, Any]] = Field(
+        min_length=2,
+        description="the judges: profile names (judges/NAME.yaml), YAML paths (relative to this file or the "
+        "checkout) or inline profiles, each with its own name; all simulated judges or all LLM judges",
+    )
+    aggregate: PanelAggregate = PanelAggregate()
+    min_members: int | None = Field(
+        None, ge=1, description="usable member answers below which a judgment is unparsed (default: a majority)"
+    )
+    _members: tuple[JudgeProfile, ...] = PrivateAttr(())
+
+    @property
+    def member_profiles(self) -> tuple[JudgeProfile, ...]:
+        """The members' profiles, in the order the panel lists them."""
+        return self._members
+
+    @property
+    def quorum(self) -> int:
+        """Usable answers a judgment needs: ``min_members``, else a majority of the members."""
+        return self.min_members if self.min_members is not None else len(self._members) // 2 + 1
+
+    @property
+    def computes_answers(self) -> bool:
+        """A panel of simulated judges computes its answers (a panel is never a mix)."""
+        return all(m.computes_answers for m in self._members)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The panel with every member inline (what the manifest records and the notebooks receive)."""
+        return {
+            "backend": self.backend,
+            "name": self.name,
+            "model": self.model,
+            "members": [m.to_dict() for m in self._members],
+            "aggregate": self.aggregate.model_dump(mode="json"),
+            "min_members": self.min_members,
+        }
+
+    def check(self, preflight: bool = False) -> None:
+        """Check every member (its key variable; with ``preflight``, its endpoint and model)."""
+        for i, member in enumerate(self._members):
+            try:
+                member.check(preflight=preflight)
+            except ProfileError as exc:
+                raise ProfileError(f"{self.source}: field 'members.{i}': {exc}") from None
+
+    def create_backend(self, offline: bool = False, **extra: Any) -> Backend:
+        """A panel has no backend: its members' clients answer."""
+        raise ProfileError(f"{self.source}: a panel has no backend of its own; open it with open_judge()")
+
+    def client(
+        self, offline: bool = False, backend_options: Mapping[str, Any] | None = None, **overrides: Any
+    ) -> JudgeClient:
+        """A panel is no single client: :meth:`open_client` (or :func:`open_judge`) opens its client of clients."""
+        raise ProfileError(f"{self.source}: a panel has no single client; open it with open_judge() or open_client()")
+
+    def open_client(self, offline: bool = False, **client_options: Any) -> PanelClient:
+        """The panel's client: one client per member (its own cache keys, retries and prices), ``offline``: each
+        answers only from the cache."""
+        return self._open(client_options, lambda m, options: m.client(offline=offline, **options), log=True)
+
+    def plan_client(self, plan_cache: Path, **client_options: Any) -> PanelClient:
+        """The panel in plan mode: each member's requests recorded under its own keys in its folder of the plan."""
+        return self._open(client_options, lambda m, options: m.plan_client(plan_cache, **options), log=False)
+
+    def _open(
+        self,
+        client_options: Mapping[str, Any],
+        member_client: Callable[[JudgeProfile, dict[str, Any]], JudgeClient | PanelClient],
+        log: bool,
+    ) -> PanelClient:
+        options = dict(client_options)
+        run_dir = options.pop("run_dir", None)
+        run_name = options.pop("run_name", None)
+        panel_dir = Path(run_dir) if run_dir is not None else current_run_dir() / (run_name or "judge")
+        progress = bool(options.pop("progress", True))
+        name = str(options.pop("name", self.name))
+        shared = {k: options.pop(k) for k in ("cache_path", "retry") if k in options}
+        if options:
+            raise TypeError(
+                f"a panel's client takes run_dir, run_name, progress, name, cache_path and retry, not {sorted(options)}"
+            )
+        members: list[PanelMember] = []
+        try:
+            for m in self._members:
+                opts = {"run_dir": member_run_dir(panel_dir, m.name), "progress": progress, "log_judgments": False}
+                made = member_client(m, {**opts, **shared})
+                if not isinstance(made, JudgeClient):
+                    raise ProfileError(f"{self.source}: member {m.name!r} is not a single judge")
+                members.append(PanelMember(m.name, made, m.computes_answers))
+        except BaseException:
+            for member in members:
+                member.client.close()
+            raise
+        return PanelClient(
+            members,
+            aggregate=self.aggregate.model_dump(),
+            min_members=self.quorum,
+            run_dir=panel_dir,
+            name=name,
+            model=self.model,
+            progress=progress,
+            log_judgments=log,
+        )
+
+
 _BUILTIN: dict[str, type[JudgeProfile]] = {
     "openai": OpenAIProfile,
     "batch": BatchProfile,
     "embedded": EmbeddedProfile,
     "sim": SimProfile,
+    "panel": PanelProfile,
 }
 _PROFILE_UNION: Any = Annotated[
-    OpenAIProfile | BatchProfile | EmbeddedProfile | SimProfile, Field(discriminator="backend")
+    OpenAIProfile | BatchProfile | EmbeddedProfile | SimProfile | PanelProfile, Field(discriminator="backend")
 ]
 _SCHEMA_ADAPTER: TypeAdapter[Any] = TypeAdapter(_PROFILE_UNION)
 
@@ -395,13 +587,92 @@ def _describe(error: Mapping[str, Any], model: type[JudgeProfile]) -> str:
     return f"field {loc!r}: {error.get('msg')} (got {value!r})"
 
 
+def _panel_member(spec: Any, index: int, source: str) -> JudgeProfile:
+    """Member ``index`` of the panel read from ``source``: a profile name, a YAML path (relative to the panel's file
+    first) or an inline profile."""
+    where = f"{source}: field 'members.{index}'"
+    try:
+        if isinstance(spec, JudgeProfile):
+            return spec
+        if isinstance(spec, Mapping):
+            return _from_mapping(spec, "inline profile")
+        if isinstance(spec, str | Path) and str(spec).strip():
+            here = Path(source).parent if source.endswith((".yaml", ".yml")) else None
+            if here is not None and not Path(spec).is_absolute() and (here / spec).is_file():
+                return load_profile(here / spec)
+            return load_profile(str(spec))
+    except ProfileError as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+    raise ProfileError(f"{where}: a member is a profile name, a YAML path or an inline profile, not {spec!r}")
+
+
+def _panel_from_mapping(data: dict[str, Any], source: str) -> PanelProfile:
+    unused = [k for k in _PANEL_UNUSED if k in data]
+    if unused:
+        raise ProfileError(
+            f"{source}: field {unused[0]!r}: a panel has no {unused[0]} of its own; set it in its members' profiles"
+        )
+    raw = data.get("members")
+    if not isinstance(raw, list) or len(raw) < 2:
+        raise ProfileError(
+            f"{source}: field 'members': a panel needs a list of at least two judges (profile names, YAML paths or "
+            f"inline profiles), not {raw!r}"
+        )
+    members = [_panel_member(spec, i, source) for i, spec in enumerate(raw)]
+    names: dict[str, int] = {}
+    judges: dict[str, int] = {}
+    for i, m in enumerate(members):
+        where = f"{source}: field 'members.{i}'"
+        if isinstance(m, PanelProfile):
+            raise ProfileError(f"{where}: {m.name!r} is itself a panel; list its members instead")
+        if m.name in names:
+            raise ProfileError(
+                f"{where}: the name {m.name!r} is also members.{names[m.name]}'s; give each member its own name (it "
+                "names the member's answers in the judgment log)"
+            )
+        names[m.name] = i
+        identity = json.dumps({k: v for k, v in m.to_dict().items() if k not in _SAME_JUDGE_FIELDS}, sort_keys=True)
+        if identity in judges:
+            raise ProfileError(
+                f"{where}: the same judge as members.{judges[identity]} (only its name or limits differ): its answers "
+                "would be that member's, counted twice; give it another model or options (a simulated judge: another "
+                "seed)"
+            )
+        judges[identity] = i
+    simulated = [m.name for m in members if m.computes_answers]
+    if simulated and len(simulated) < len(members):
+        llms = [m.name for m in members if not m.computes_answers]
+        raise ProfileError(
+            f"{source}: field 'members': simulated judges ({', '.join(simulated)}) beside LLM judges "
+            f"({', '.join(llms)}): a panel is made of simulated judges only or of LLM judges only, so that the "
+            "simulated judge never mixes into an LLM's numbers (the book keeps the two apart)"
+        )
+    data = {**data, "members": [m.to_dict() for m in members]}
+    data.setdefault("name", "panel")
+    data.setdefault("model", f"panel({', '.join(m.model for m in members)})")
+    try:
+        profile = PanelProfile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(f"{source}: {_describe(exc.errors()[0], PanelProfile)}") from None
+    if profile.min_members is not None and profile.min_members > len(members):
+        raise ProfileError(
+            f"{source}: field 'min_members': {profile.min_members} is more than the panel's {len(members)} members"
+        )
+    profile._members = tuple(members)
+    profile._source = source
+    return profile
+
+
 def _from_mapping(data: Mapping[str, Any], source: str) -> JudgeProfile:
     data = dict(data)
     backend = _backend_of(data)
+    if backend == "panel":
+        return _panel_from_mapping(data, source)
     model_cls = _BUILTIN.get(backend)
     if model_cls is None:
         if backend not in backend_names():
-            raise ProfileError(f"{source}: field 'backend': unknown backend {backend!r} ({', '.join(backend_names())})")
+            known = ", ".join(sorted({*backend_names(), *_BUILTIN}))
+            raise ProfileError(f"{source}: field 'backend': unknown backend {backend!r} ({known})")
         model_cls = CustomProfile
     if backend == "openai" and data.get("batch") is True:
         raise ProfileError(f"{source}: field 'batch': true needs backend 'batch' (or no backend)")
@@ -466,27 +737,22 @@ def open_judge(
     *,
     run: str | None = None,
     **client_options: Any,
-) -> JudgeClient:
+) -> JudgeClient | PanelClient:
     """Load a profile, check it, and open its client (``client_options``: run_name = the notebook's folder in the run,
     progress, ...). Outside the book runner the notebook gets a run of its own: ``runs/<run>/``, or
     ``runs/adhoc-<judge>-<time>/`` when ``run`` is None (never the book's ``runs/default/``).
 
-    The book runner's modes reach the notebooks through the environment: ``RECJUDGE_PLAN`` (``plan``: record every
-    request, call nothing) and ``RECJUDGE_OFFLINE=1`` (``replay``: answer only from the imported archive).
+    The book runner's mode (:func:`~recjudge_utils.paths.run_mode`) decides the client: a plan's client records
+    every request and calls nothing; a replay's answers only from the imported archive.
     """
     profile = load_profile(spec)
-    planning = bool(os.environ.get("RECJUDGE_PLAN"))
-    offline = os.environ.get("RECJUDGE_OFFLINE") == "1"
-    if not planning and not offline:
+    mode = run_mode()
+    if not mode.planning and not mode.offline:
         profile.check()  # before a run folder is made: a missing key leaves nothing behind
     ensure_run_dir(run=run, judge=profile.to_dict(), notebook=client_options.get("run_name"))
-    if planning:
-        from recjudge_utils.judge.planning import PlanBackend
-
-        inner = profile.create_backend(offline=True)
-        plan_cache = Path(os.environ["RECJUDGE_PLAN"]) / "plan-answers.sqlite"
-        return JudgeClient(PlanBackend(inner), cache_path=plan_cache, name=profile.name, **client_options)
-    return profile.client(offline=offline, **client_options)
+    if mode.plan_folder is not None:
+        return profile.plan_client(mode.plan_folder / "plan-answers.sqlite", **client_options)
+    return profile.open_client(offline=mode.offline, **client_options)
 
 
 def client_for(

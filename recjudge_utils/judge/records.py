@@ -15,7 +15,9 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,9 @@ from recjudge_utils.answer_formats.truth import truth_to_dict
 from recjudge_utils.judge.backends.base import Plan
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 
-__all__ = ["UNUSABLE_SHARE_FLAG", "USAGE_COLUMNS", "JudgmentLog", "reason_kind"]
+__all__ = ["UNUSABLE_SHARE_FLAG", "AnswerHealth", "JudgmentLog", "logged_calls", "reason_kind"]
 
-USAGE_COLUMNS = [
+_USAGE_COLUMNS = [
     "template_id",
     "calls",
     "cache_hits",
@@ -42,6 +44,13 @@ USAGE_COLUMNS = [
     "cost_usd",
     "seconds",
 ]
+
+
+def logged_calls(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The judge calls behind one judgment record: the record itself, or for a judge panel's record each member's
+    call (``members``: its cache key, status, usage, cost and cache hit; :mod:`recjudge_utils.judge.panel`)."""
+    members = record.get("members")
+    return list(members) if isinstance(members, list) else [record]
 
 
 def _utcnow() -> str:
@@ -99,9 +108,10 @@ class JudgmentLog:
         model_name: str,
         endpoint: str,
         route: str,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Append one judgment's record (and its messages, once per hash) to the run's logs."""
-        api_call = not result.cache_hit and result.status != "error"
+        """Append one judgment's record (and its messages, once per hash) to the run's logs; ``extra`` adds fields (a
+        panel's ``members``, whose calls are then what the usage table counts as API calls, tokens and dollars)."""
         record = {
             "ts": _utcnow(),
             "run": run_name,
@@ -131,7 +141,9 @@ class JudgmentLog:
             "attempts": result.attempts,
             "metadata": dict(request.metadata) if request.metadata is not None else None,
             "truth": truth_to_dict(request.truth),
+            **(extra or {}),
         }
+        paid = [c for c in logged_calls(record) if not c.get("cache_hit") and c.get("status") != "error"]
         with self._lock:
             if plan.messages_hash not in self._logged_messages:
                 self._write_line(
@@ -144,10 +156,10 @@ class JudgmentLog:
                     "template_id": request.template_id,
                     "status": result.status,
                     "cache_hit": bool(result.cache_hit),
-                    "api_call": bool(api_call),
-                    "api_prompt_tokens": result.prompt_tokens if api_call else 0,
-                    "api_completion_tokens": result.completion_tokens if api_call else 0,
-                    "api_reasoning_tokens": result.reasoning_tokens if api_call else 0,
+                    "api_call": len(paid),
+                    "api_prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in paid),
+                    "api_completion_tokens": sum(int(c.get("completion_tokens") or 0) for c in paid),
+                    "api_reasoning_tokens": sum(int(c.get("reasoning_tokens") or 0) for c in paid),
                     "budget_spent": bool(result.budget_spent),
                     "cost_usd": result.cost_usd,
                     "latency_s": result.latency_s,
@@ -158,7 +170,7 @@ class JudgmentLog:
         """Per template: judgments, cache hits, API calls, parsed/unparsed/errors (``budget_spent``: unparsed because
         the output budget ran out before an answer), tokens (reasoning tokens are part of the completion tokens) and
         dollars spent by API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
-        cols = USAGE_COLUMNS
+        cols = _USAGE_COLUMNS
         if not self.rows:
             return pd.DataFrame({c: pd.Series(dtype="float64" if c == "cost_usd" else "int64") for c in cols})
         df = pd.DataFrame(self.rows)
@@ -218,3 +230,56 @@ def reason_kind(reason: str | None, status: str = "unparsed") -> str:
     text = _NUMBERED_ASIDE.sub("", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", text)  # quoted values (a CATEGORY, a verdict) differ per answer
     return re.sub(r"\b\d+\b", "N", text)[:120]
+
+
+_STATUSES = ("parsed", "unparsed", "error")
+
+
+@dataclass(frozen=True)
+class AnswerHealth:
+    """Counts of judgments by status, with the reasons of the unusable ones (grouped by :func:`reason_kind`), most
+    frequent first: what a chapter got from its judge."""
+
+    n: int
+    parsed: int
+    unparsed: int
+    errors: int
+    reasons: tuple[tuple[str, int], ...] = field(default=())
+
+    @classmethod
+    def count(cls, statuses: Iterable[object], reasons: Iterable[object] | None = None) -> AnswerHealth:
+        """From one status per judgment (``parsed`` / ``unparsed`` / ``error``) and, optionally, its reason."""
+        status = [str(s) for s in statuses]
+        why = list(reasons) if reasons is not None else [None] * len(status)
+        if len(why) != len(status):
+            raise ValueError(f"{len(status)} statuses but {len(why)} reasons")
+        unknown = sorted(set(status) - set(_STATUSES))
+        if unknown:
+            raise ValueError(f"unknown judgment status {unknown}; expected one of {_STATUSES}")
+        text = [None if r is None or (isinstance(r, float) and math.isnan(r)) else str(r) for r in why]
+        bad = Counter(reason_kind(r, s) for s, r in zip(status, text, strict=True) if s != "parsed")
+        n_parsed, n_unparsed = status.count("parsed"), status.count("unparsed")
+        return cls(len(status), n_parsed, n_unparsed, status.count("error"), tuple(bad.most_common()))
+
+    @classmethod
+    def of_frames(cls, *frames: pd.DataFrame) -> AnswerHealth:
+        """From judgment frames with a ``status`` column and, when present, a ``reason`` column (empty ones skipped)."""
+        used = [f for f in frames if len(f) and "status" in f]
+        if not used:
+            return cls(0, 0, 0, 0)
+        every = pd.concat(used, ignore_index=True)
+        return cls.count(every["status"], every.get("reason"))
+
+    @property
+    def unusable(self) -> int:
+        return self.unparsed + self.errors
+
+    @property
+    def flagged(self) -> bool:
+        """More than :data:`UNUSABLE_SHARE_FLAG` of the answers were unusable, as the run manifest flags a notebook."""
+        return self.unusable > UNUSABLE_SHARE_FLAG * self.n
+
+    @property
+    def nothing_usable(self) -> bool:
+        """No answer could be read (also when nothing was asked)."""
+        return self.parsed == 0

@@ -20,14 +20,12 @@ from typing import TypeVar
 from recjudge_utils.judge.types import JudgeError
 
 __all__ = [
-    "ADAPTABLE_PARAMETERS",
     "Downgrade",
     "Failure",
     "RetryPolicy",
     "call_with_retries",
     "classify_openai_error",
     "rejected_parameters",
-    "retry_after_seconds",
 ]
 
 T = TypeVar("T")
@@ -75,7 +73,7 @@ class RetryPolicy:
         return random.uniform(cap / 2.0, cap)  # "equal jitter"
 
 
-def retry_after_seconds(headers: object) -> float | None:
+def _retry_after_seconds(headers: object) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date), else None."""
     get = getattr(headers, "get", None)
     if get is None:
@@ -97,7 +95,7 @@ def retry_after_seconds(headers: object) -> float | None:
 
 
 #: request parameters an endpoint may reject that a judgment can do without (or send under another name)
-ADAPTABLE_PARAMETERS = (
+_ADAPTABLE_PARAMETERS = (
     "max_completion_tokens",
     "max_tokens",
     "top_logprobs",
@@ -145,7 +143,7 @@ def rejected_parameters(message: str, param: str | None = None, extra: tuple[str
     names first (``'max_tokens'``, ``"logprobs"``), then bare words, and only when the message says that
     something is unsupported, unknown or not permitted. ``extra`` adds names a profile sends in ``extra_body``.
     """
-    known = (*ADAPTABLE_PARAMETERS, *extra)
+    known = (*_ADAPTABLE_PARAMETERS, *extra)
     names: list[str] = []
     if param:
         leaf = param.split(".")[-1].strip("[]'\"")
@@ -190,7 +188,7 @@ def classify_openai_error(exc: Exception, timeout: float, extra_parameters: tupl
             raise Downgrade(("logprobs",), message) from exc
         retryable = code in (408, 409, 425, 429) or code >= 500
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return Failure(retryable, f"HTTP {code}: {message}", retry_after_seconds(headers))
+        return Failure(retryable, f"HTTP {code}: {message}", _retry_after_seconds(headers))
     return Failure(False, f"{type(exc).__name__}: {exc}")
 
 

@@ -54,9 +54,9 @@ __all__ = ["KNOWN_FORMATS", "ListFormatError", "RecommendationLists", "SystemLis
 
 USER_COLUMNS = ("user", "user_id", "userID", "uid")
 ITEM_COLUMNS = ("item", "item_id", "itemID", "iid")
-RANK_COLUMNS = ("rank",)
+_RANK_COLUMNS = ("rank",)
 SCORE_COLUMNS = ("score", "prediction", "predict", "rating")
-SYSTEM_COLUMNS = ("system", "model", "rs")
+_SYSTEM_COLUMNS = ("system", "model", "rs")
 
 #: extension -> format tried first (a ``.tsv`` may turn out headerless)
 _EXTENSIONS = {".trec": "trec", ".run": "trec", ".txt": "trec", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
@@ -412,7 +412,7 @@ def _choose(path: Path, columns: Sequence[str]) -> tuple[str, str, str, str, str
     """(user, item, key, ranked_by, system) column names, or a refusal naming what is missing and what is accepted."""
     user = _match(columns, USER_COLUMNS)
     item = _match(columns, ITEM_COLUMNS)
-    rank = _match(columns, RANK_COLUMNS)
+    rank = _match(columns, _RANK_COLUMNS)
     score = _match(columns, SCORE_COLUMNS)
     missing = []
     if user is None:
@@ -432,7 +432,7 @@ def _choose(path: Path, columns: Sequence[str]) -> tuple[str, str, str, str, str
     key = rank if rank is not None else score
     assert key is not None
     ranked_by = "rank" if rank is not None else key.split(":", 1)[0].strip()
-    return user, item, key, ranked_by, _match(columns, SYSTEM_COLUMNS)
+    return user, item, key, ranked_by, _match(columns, _SYSTEM_COLUMNS)
 
 
 def _parse_headed(path: Path, kind: str) -> _Table:

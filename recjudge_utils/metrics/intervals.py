@@ -34,13 +34,13 @@ __all__ = [
     "wilson",
 ]
 
-Values = np.ndarray | Sequence[float] | tuple[np.ndarray, ...]
+_Values = np.ndarray | Sequence[float] | tuple[np.ndarray, ...]
 #: a seed for :func:`numpy.random.default_rng`, or a generator to draw from (a legacy ``RandomState`` reproduces
 #: a ``scipy.stats.bootstrap(..., random_state=<int>)`` call resample for resample)
 Seed = int | np.random.Generator | np.random.RandomState
 
 
-def _as_arrays(values: Values) -> tuple[np.ndarray, ...]:
+def _as_arrays(values: _Values) -> tuple[np.ndarray, ...]:
     arrays = tuple(np.asarray(v) for v in values) if isinstance(values, tuple) else (np.asarray(values),)
     n = len(arrays[0])
     if n == 0:
@@ -62,7 +62,7 @@ def _tails(ci: float) -> tuple[float, float]:
 
 
 def bootstrap_distribution(
-    values: Values, statistic: Callable[..., float] = np.mean, n_boot: int = 2000, seed: Seed = 0
+    values: _Values, statistic: Callable[..., float] = np.mean, n_boot: int = 2000, seed: Seed = 0
 ) -> tuple[float, np.ndarray]:
     """(point estimate, ``n_boot`` resampled statistics): rows drawn with replacement by ``scipy.stats.bootstrap``,
     aligned arrays together (a paired bootstrap), each resample passed positionally to ``statistic``. A single row
@@ -88,7 +88,7 @@ def bootstrap_distribution(
 
 
 def bootstrap_ci(
-    values: Values,
+    values: _Values,
     statistic: Callable[..., float] = np.mean,
     n_boot: int = 2000,
     ci: float = 0.95,

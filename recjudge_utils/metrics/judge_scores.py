@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
-CLASS_NAMES: dict[int, str] = {-1: "negative (<3)", 0: "neutral (=3)", 1: "positive (>3)"}
+_CLASS_NAMES: dict[int, str] = {-1: "negative (<3)", 0: "neutral (=3)", 1: "positive (>3)"}
 
 
 def _pair(pred: Sequence[float] | np.ndarray, truth: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,6 @@ __all__ = [
     "pearson",
     "preference_gain",
     "urd",
-    "urd_per_user",
 ]
 
 
@@ -96,7 +95,7 @@ def urd(rec_list: Sequence[int], sim: Callable[[int, int], float]) -> float:
     return 1.0 - 2.0 / (n * (n - 1)) * total
 
 
-def urd_per_user(recs: np.ndarray, sim: Callable[[int, int], float]) -> np.ndarray:
+def _urd_per_user(recs: np.ndarray, sim: Callable[[int, int], float]) -> np.ndarray:
     """URD of every user's list (one row of ``recs`` per user)."""
     return np.array([urd(row, sim) for row in np.asarray(recs)], dtype=np.float64)
 
@@ -153,7 +152,7 @@ def evaluate_recommender(
         auc = auc_per_user(scores, positives, exclude)
         recs = model.recommend(batch, k=k)
         ndcg = ndcg_per_user(recs, [truth[u] for u in batch], k)
-        div = urd_per_user(recs, sim)
+        div = _urd_per_user(recs, sim)
         rows.append(pd.DataFrame({"user": batch, "auc": auc, f"ndcg@{k}": ndcg, "urd": div}))
     return pd.concat(rows, ignore_index=True)
 

@@ -30,7 +30,6 @@ __all__ = [
     "adjudicate",
     "conservative",
     "is_missing",
-    "outcome_codes",
     "paired_difference",
     "position_consistency",
     "q_from_codes",
@@ -92,7 +91,7 @@ def position_consistency(order_a: Sequence[Any], order_b: Sequence[Any]) -> tupl
     return sum(a == b for a, b in pairs), len(pairs)
 
 
-def outcome_codes(outcomes: Sequence[Any]) -> np.ndarray:
+def _outcome_codes(outcomes: Sequence[Any]) -> np.ndarray:
     """win/tie/lose -> 1/0/-1; missing outcomes are dropped."""
     return np.array([_CODE[o] for o in outcomes if not is_missing(o)], dtype=int)
 
@@ -129,7 +128,7 @@ def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: 
     """Win/Tie/Lose %, Q and their CIs for one series of outcomes (Wilson for the win rate, percentile bootstrap
     for Q); missing ones are counted as ``n_unjudged``."""
     outcomes = list(outcomes)
-    codes = outcome_codes(outcomes)
+    codes = _outcome_codes(outcomes)
     row: dict[str, Any] = {"n": len(codes), "n_unjudged": len(outcomes) - len(codes)}
     if not len(codes):
         # one shape with or without outcomes: every column a table reads is there, NaN where nothing was judged

@@ -44,7 +44,7 @@ from recjudge_utils.answer_formats import ANSWER_FORMATS
 
 __all__ = ["Message", "PromptFileError", "PromptTemplate", "list_prompts", "load_prompt", "parse_prompt"]
 
-ROLES = ("system", "user", "assistant")
+_ROLES = ("system", "user", "assistant")
 _BLOCK = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 

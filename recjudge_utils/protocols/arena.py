@@ -40,7 +40,6 @@ __all__ = [
     "AbsoluteJudge",
     "PairwiseJudge",
     "aspect_key",
-    "render_messages",
     "resolve_aspects",
 ]
 
@@ -81,7 +80,7 @@ def _json_shape(aspects: Mapping[str, str]) -> str:
     return "{\n" + "\n".join(lines) + "\n}"
 
 
-def render_messages(
+def _render_messages(
     template: PromptTemplate,
     context: ArenaContext,
     user: int,
@@ -130,7 +129,7 @@ class PairwiseJudge:
 
     def messages(self, user: int, list_a: Sequence[int], list_b: Sequence[int]) -> tuple[Message, ...]:
         """The messages showing ``list_a`` as A (first) and ``list_b`` as B to ``user``."""
-        return render_messages(self.template, self.context, user, list_a, list_b, self.aspects, self.k)
+        return _render_messages(self.template, self.context, user, list_a, list_b, self.aspects, self.k)
 
     def request(
         self,
@@ -231,7 +230,7 @@ class AbsoluteJudge:
         """The request scoring ``items`` for ``user`` in [0, 1]."""
         return make_request(
             self.template,
-            render_messages(self.template, self.context, user, items, None, self.aspects, self.k),
+            _render_messages(self.template, self.context, user, items, None, self.aspects, self.k),
             max_tokens=self.max_tokens,
             json_schema=ABSOLUTE_SCHEMA,
             truth=truth,

@@ -16,7 +16,7 @@ import pandas as pd
 from recjudge_utils.answer_formats.json_levels import LEVELS
 from recjudge_utils.protocols.context.serendipity import as_item_list, item_texts, lookup
 
-__all__ = ["example_frame", "examples_from_records", "sample_eval_pairs", "select_few_shot_examples"]
+__all__ = ["examples_from_records", "sample_eval_pairs", "select_few_shot_examples"]
 
 
 def sample_eval_pairs(
@@ -85,10 +85,10 @@ def select_few_shot_examples(
         chosen.extend(cand.index[picked].tolist())
     ex = pairs.loc[chosen]
     ex = ex.iloc[rng.permutation(len(ex))] if len(ex) else ex
-    return example_frame(ex, items, label_col=label_col)
+    return _example_frame(ex, items, label_col=label_col)
 
 
-def example_frame(rows: pd.DataFrame, items: pd.DataFrame, label_col: str = "g") -> pd.DataFrame:
+def _example_frame(rows: pd.DataFrame, items: pd.DataFrame, label_col: str = "g") -> pd.DataFrame:
     """The few-shot frame the scorer reads (the columns :func:`select_few_shot_examples` documents) for the labelled
     pairs ``rows``, in their order."""
     texts = item_texts(items)
@@ -127,7 +127,7 @@ def examples_from_records(
     missing = [k for k in keys if k not in keyed.index]
     if missing:
         raise ValueError(f"{len(missing)} recorded example(s) are not among the pairs, e.g. (user, item) {missing[0]}")
-    out = example_frame(keyed.loc[keys], items, label_col=label_col)
+    out = _example_frame(keyed.loc[keys], items, label_col=label_col)
     for col in ("g", "relevance", "unexpectedness"):
         recorded = [r.get(col) for r in records]
         differ = [k for k, a, b in zip(keys, recorded, out[col], strict=True) if a is not None and int(a) != int(b)]

@@ -27,18 +27,18 @@ them), each request carries it as :class:`~recjudge_utils.answer_formats.truth.S
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, levels_schema
 from recjudge_utils.answer_formats.truth import ScoreTruth
-from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue, make_request
+from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
 from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.serendipity import as_item_list, history_lines, item_texts, lookup
@@ -46,8 +46,8 @@ from recjudge_utils.protocols.context.serendipity import as_item_list, history_l
 __all__ = [
     "LEVELS",
     "PAPER_TEMPLATE",
-    "SCORE_LABELS",
     "TEMPLATES",
+    "MemberScores",
     "SerendipityJudge",
     "Stage",
     "TemplateChoice",
@@ -58,18 +58,18 @@ __all__ = [
 ]
 
 #: Template name -> the prompt files of its stages, in order.
-TEMPLATE_PROMPTS: dict[str, tuple[str, ...]] = {
+_TEMPLATE_PROMPTS: dict[str, tuple[str, ...]] = {
     "base": ("serendipity/base",),
     "ls": ("serendipity/ls",),
     "cot": ("serendipity/cot",),
     "ltm": ("serendipity/ltm/relevance", "serendipity/ltm/unexpectedness", "serendipity/ltm/serendipity"),
 }
-TEMPLATES: tuple[str, ...] = tuple(TEMPLATE_PROMPTS)
+TEMPLATES: tuple[str, ...] = tuple(_TEMPLATE_PROMPTS)
 #: the template the paper selected (Tokutake et al., Table 1): what later chapters use when chapter 1 selected none
 PAPER_TEMPLATE = "cot"
-SCORE_LABELS: tuple[str, ...] = tuple(str(level) for level in LEVELS)
+_SCORE_LABELS: tuple[str, ...] = tuple(str(level) for level in LEVELS)
 #: the fields whose truth a pair can carry (the final score is g)
-TRUTH_FIELDS = {"score": "g", "relevance": "relevance", "unexpectedness": "unexpectedness"}
+_TRUTH_FIELDS = {"score": "g", "relevance": "relevance", "unexpectedness": "unexpectedness"}
 
 
 @dataclass(frozen=True)
@@ -106,9 +106,9 @@ class Stage:
 
 def template_stages(template: str) -> tuple[Stage, ...]:
     """The calls a template makes per item (one, or three for ``ltm``)."""
-    if template not in TEMPLATE_PROMPTS:
+    if template not in _TEMPLATE_PROMPTS:
         raise ValueError(f"unknown serendipity template {template!r}; choose from {TEMPLATES}")
-    return tuple(Stage(load_prompt(pid)) for pid in TEMPLATE_PROMPTS[template])
+    return tuple(Stage(load_prompt(pid)) for pid in _TEMPLATE_PROMPTS[template])
 
 
 def _nan_if_none(x: float | None) -> float:
@@ -206,7 +206,7 @@ class SerendipityJudge:
             answer_options={"fields": stage.fields},
             seed=self.seed,
             json_schema=levels_schema(stage.fields) if self.use_json_schema else None,
-            label_options=SCORE_LABELS if is_label else None,
+            label_options=_SCORE_LABELS if is_label else None,
             label_field=stage.label_field if is_label else None,
             truth=truth,
             metadata=metadata,
@@ -214,7 +214,7 @@ class SerendipityJudge:
 
     @staticmethod
     def _truths(pairs: pd.DataFrame) -> list[ScoreTruth | None]:
-        cols = {f: c for f, c in TRUTH_FIELDS.items() if c in pairs.columns}
+        cols = {f: c for f, c in _TRUTH_FIELDS.items() if c in pairs.columns}
         if "score" not in cols:
             return [None] * len(pairs)
         values = {f: pairs[c].to_numpy() for f, c in cols.items()}
@@ -328,6 +328,40 @@ class SerendipityJudge:
 
 
 # ------------------------------------------------------------------------------- hand-over to the next chapter
+class MemberScores:
+    """The judge, passed through, noting each panel member's answer to every request (a single judge's results have
+    no members): per (template, user, item, member) the member's last parsed score and the tokens of its calls."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.seen: dict[tuple[str, int, int, str], dict[str, Any]] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self.judge.model_name
+
+    def judge_many(
+        self, requests: Sequence[JudgeRequest], parse: Callable[[str], Any] | None = None, desc: str | None = None
+    ) -> list[JudgeResult[Any]]:
+        results = self.judge.judge_many(requests, parse, desc)
+        for res in results:
+            meta = res.request.metadata or {}
+            for answer in getattr(res, "members", ()):
+                key = (str(meta["template"]), int(meta["user"]), int(meta["item"]), str(answer.member))  # type: ignore[arg-type]
+                row = self.seen.setdefault(key, {"label": None, "tokens": 0})
+                row["tokens"] += answer.result.prompt_tokens + answer.result.completion_tokens
+                if answer.result.status == "parsed" and "score" in (answer.result.value or {}):
+                    row["label"] = int(answer.result.value["score"])
+        return results
+
+    def frame(self, pairs: pd.DataFrame) -> pd.DataFrame:
+        """Template, user, item, member, label, truth (the pair's g) and tokens, one row per member's judged pair."""
+        g = pairs.drop_duplicates(["user", "item"]).set_index(["user", "item"])["g"]
+        rows = [{"template": t, "user": u, "item": i, "member": m, "label": v["label"], "truth": int(g[(u, i)]),
+                 "tokens": int(v["tokens"])} for (t, u, i, m), v in self.seen.items()]  # fmt: skip
+        return pd.DataFrame(rows, dtype=object)  # labels stay int or None, as the scores' items
+
+
 def _selected_path(path: str | Path | None) -> Path:
     return Path(path) if path is not None else current_run_dir() / SELECTED_TEMPLATE_FILE
 

@@ -37,7 +37,6 @@ __all__ = [
     "load_template",
     "pairwise_request",
     "pointwise_request",
-    "result_fields",
     "set_position",
 ]
 
@@ -132,7 +131,7 @@ RESULT_COLUMNS = (
 )
 
 
-def result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
+def _result_fields(res: JudgeResult[Any]) -> dict[str, Any]:
     """The judgment's status, reason, raw answer and accounting, as every SAER outcome row carries them."""
     row = res.to_row()
     return {k: row[k] for k in RESULT_COLUMNS}
@@ -197,7 +196,7 @@ class SaerPointwise:
                     "flagged": list(value.flagged) if value is not None else None,
                     "n_flagged": len(value.flagged) if value is not None else np.nan,
                     "reasoning": value.reasoning if value is not None else None,
-                    **result_fields(res),
+                    **_result_fields(res),
                 }
             )
         return pd.DataFrame(rows)
@@ -245,7 +244,7 @@ class SaerAdversarial:
                     "prompt_version": self.version,
                     "verdict": verdict,
                     "outcome": adversarial_outcome(verdict, p.genuine_position),
-                    **result_fields(res),
+                    **_result_fields(res),
                 }
             )
         return pd.DataFrame(rows)

@@ -29,16 +29,14 @@ from recjudge_utils.answer_formats.truth import LabelTruth
 from recjudge_utils.data.standins import genre_distance, relevance_level, unexpectedness_level
 
 __all__ = [
-    "GOOD_HITS",
-    "PARTIAL_HITS",
     "heldout_hits",
     "list_label_truth",
     "reevaluation_truth",
 ]
 
 #: SAER pointwise truth thresholds (held-out positives in the top-k list)
-GOOD_HITS = 2
-PARTIAL_HITS = 1
+_GOOD_HITS = 2
+_PARTIAL_HITS = 1
 
 
 def heldout_hits(lists: Mapping[int, Sequence[int]], heldout: Mapping[int, set[int]]) -> dict[int, int]:
@@ -48,7 +46,7 @@ def heldout_hits(lists: Mapping[int, Sequence[int]], heldout: Mapping[int, set[i
 
 def list_label_truth(hits: int) -> LabelTruth:
     """SAER pointwise truth from a list's held-out hits (thresholds :data:`GOOD_HITS`, :data:`PARTIAL_HITS`)."""
-    level = 2 if hits >= GOOD_HITS else 1 if hits >= PARTIAL_HITS else 0
+    level = 2 if hits >= _GOOD_HITS else 1 if hits >= _PARTIAL_HITS else 0
     return LabelTruth(level=level, labels=LABELS_WORST_FIRST)
 
 

@@ -33,13 +33,12 @@ __all__ = [
     "SEARCH_SPACES",
     "Recommender",
     "RecommenderEntry",
-    "SearchSpace",
     "make_recommender",
     "recommender_class",
     "register_recommender",
 ]
 
-SearchSpace = Callable[["optuna.Trial"], dict[str, Any]]
+_SearchSpace = Callable[["optuna.Trial"], dict[str, Any]]
 #: fixed training settings per experiment come in these sizes (see :mod:`.budgets`)
 BUDGET_NAMES = ("small", "paper")
 R = TypeVar("R", bound=type[Recommender])
@@ -51,7 +50,7 @@ class RecommenderEntry:
 
     cls: type[Recommender]
     display: str
-    search_space: SearchSpace | None = None  # None: not tuned, so not in the re-evaluation set
+    search_space: _SearchSpace | None = None  # None: not tuned, so not in the re-evaluation set
     budgets: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)  # experiment -> budget -> kw
 
 
@@ -76,14 +75,14 @@ REGISTRY: Registry[RecommenderEntry] = Registry(
     },
 )
 DISPLAY_NAMES: Mapping[str, str] = REGISTRY.view(lambda entry: entry.display)
-SEARCH_SPACES: Mapping[str, SearchSpace] = REGISTRY.view(lambda entry: entry.search_space)
+SEARCH_SPACES: Mapping[str, _SearchSpace] = REGISTRY.view(lambda entry: entry.search_space)
 
 
 def register_recommender(
     name: str,
     *,
     display: str,
-    search_space: SearchSpace | None = None,
+    search_space: _SearchSpace | None = None,
     budgets: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> Callable[[R], R]:
     """Class decorator: register a recommender as ``name`` with its display name, search space and budgets."""

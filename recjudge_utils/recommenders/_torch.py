@@ -100,7 +100,7 @@ def _positive_keys(matrix: sp.csr_matrix) -> np.ndarray:
     return keys
 
 
-def is_positive(matrix: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def _is_positive(matrix: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Vectorised ``matrix[rows, cols] > 0`` (binary search over the cached keys; same shape as rows)."""
     keys = _positive_keys(matrix)
     if len(keys) == 0:
@@ -118,7 +118,7 @@ def sample_negatives(
     neg = rng.integers(0, n_items, size=shape)
     rows = np.broadcast_to(np.asarray(user_rows).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
     for _ in range(2):
-        clash = is_positive(matrix, rows, neg)
+        clash = _is_positive(matrix, rows, neg)
         if not clash.any():
             break
         neg[clash] = rng.integers(0, n_items, size=int(clash.sum()))

@@ -35,7 +35,6 @@ from recjudge_utils.recommenders import recommender_class
 from recjudge_utils.recommenders.plan_standin import STORED, note_plan, planning_without_training
 
 __all__ = [
-    "COMPUTE_LOG",
     "ArtifactStore",
     "code_hash",
     "compute_log",
@@ -45,7 +44,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-COMPUTE_LOG = "computed.jsonl"
+_COMPUTE_LOG = "computed.jsonl"
 _depth = 0  # nesting of get_or_compute calls: a tuned model's inner trainings are not counted twice
 
 
@@ -171,7 +170,7 @@ class ArtifactStore:
             "run_dir": os.environ.get("RECJUDGE_RUN_DIR"),
         }
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / COMPUTE_LOG, "a", encoding="utf-8") as fh:
+        with open(self.root / _COMPUTE_LOG, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
 
     def count(self, kind: str | None = None) -> int:
@@ -182,7 +181,7 @@ class ArtifactStore:
 
 def compute_log(root: Path | None = None, start: int = 0) -> list[dict[str, Any]]:
     """The artifact computations logged from line ``start`` on (see the module docstring)."""
-    path = (root or artifacts_dir()) / COMPUTE_LOG
+    path = (root or artifacts_dir()) / _COMPUTE_LOG
     if not path.exists():
         return []
     with open(path, encoding="utf-8") as fh:

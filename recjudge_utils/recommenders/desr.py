@@ -30,7 +30,7 @@ with optional_imports("recommenders"):
     from torch import nn
 
 
-def squash(s: torch.Tensor) -> torch.Tensor:
+def _squash(s: torch.Tensor) -> torch.Tensor:
     """Capsule squashing: keeps the direction of ``s`` (last dim) and maps its length n to n^2 / (1 + n^2)."""
     n2 = s.pow(2).sum(-1, keepdim=True)
     return n2 / (1 + n2) * s / torch.sqrt(n2 + 1e-9)
@@ -59,7 +59,7 @@ class DESRModel(HistoryModel):
         b = torch.zeros_like(smask)
         for it in range(self.routing_iters):
             c = torch.softmax(b.masked_fill(smask == 0, -1e9), dim=1) * smask
-            v = squash((c.unsqueeze(-1) * u).sum(1))
+            v = _squash((c.unsqueeze(-1) * u).sum(1))
             if it < self.routing_iters - 1:
                 b = b + (u * v.unsqueeze(1)).sum(-1)
         l_hat = long / long.norm(dim=-1, keepdim=True).clamp(min=1e-9)

@@ -32,7 +32,7 @@ with optional_imports("recommenders"):
     import torch
     from torch import nn
 
-AGE_EDGES = (18, 25, 35, 45, 50, 56)  # ML-1M buckets; ML-100K ages in years fall into the same bins
+_AGE_EDGES = (18, 25, 35, 45, 50, 56)  # ML-1M buckets; ML-100K ages in years fall into the same bins
 
 
 @dataclass
@@ -69,7 +69,7 @@ def user_feature_table(
             raw = frame[col]
             if col == "age":
                 ages = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-                codes = np.where(np.isnan(ages), -1, np.searchsorted(AGE_EDGES, np.nan_to_num(ages), side="right"))
+                codes = np.where(np.isnan(ages), -1, np.searchsorted(_AGE_EDGES, np.nan_to_num(ages), side="right"))
                 vocab = np.unique(codes)
                 ids = np.searchsorted(vocab, codes)
             else:

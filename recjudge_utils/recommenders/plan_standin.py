@@ -26,19 +26,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.paths import run_mode
 from recjudge_utils.recommenders.base import Recommender
 
 __all__ = [
     "FITTED",
     "METHODS_FILE",
-    "NO_LEARNING",
-    "PLAN_ENV",
     "STAND_IN",
     "STORED",
     "StandInRecommender",
@@ -49,30 +47,30 @@ __all__ = [
     "stand_in",
 ]
 
-PLAN_ENV = "RECJUDGE_PLAN"
-PLAN_NOTEBOOK_ENV = "RECJUDGE_PLAN_NOTEBOOK"
+_PLAN_NOTEBOOK_ENV = "RECJUDGE_PLAN_NOTEBOOK"
 METHODS_FILE = "plan_methods.jsonl"
 STORED, FITTED, STAND_IN = "stored", "fitted", "stand-in"
 #: registry keys whose fit is counting, not learning: fitted for real in plan mode (exact lists, no stand-in)
-NO_LEARNING = frozenset({"pop", "random", "cooccurrence", "co-occurrence"})
+_NO_LEARNING = frozenset({"pop", "random", "cooccurrence", "co-occurrence"})
 #: items are dealt to stand-ins in this many stripes (by item id): N stand-ins in a row never share an item
-N_STRIPES = 16
+_N_STRIPES = 16
 _stripes: dict[str, int] = {}
 
 
 def planning_without_training() -> bool:
-    """True in the book runner's plan mode (``RECJUDGE_PLAN`` set): recommenders are loaded or stood in for."""
-    return bool(os.environ.get(PLAN_ENV))
+    """True in the book runner's plan mode (:func:`~recjudge_utils.paths.run_mode`): recommenders are loaded or
+    stood in for."""
+    return run_mode().planning
 
 
 def note_plan(model: str | None = None, method: str | None = None, note: str | None = None) -> None:
     """Append what the plan did for one recommender (or a note on the counts) to the plan's log: the notebook's
     (``$RECJUDGE_PLAN/<notebook>/plan_methods.jsonl``, see :func:`begin_plan_notebook`), else the plan's own."""
-    folder = os.environ.get(PLAN_ENV)
-    if not folder:
+    folder = run_mode().plan_folder
+    if folder is None:
         return
     record = {k: v for k, v in {"model": model, "method": method, "note": note}.items() if v is not None}
-    path = Path(folder) / os.environ.get(PLAN_NOTEBOOK_ENV, "") / METHODS_FILE
+    path = folder / os.environ.get(_PLAN_NOTEBOOK_ENV, "") / METHODS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
@@ -88,7 +86,7 @@ class StandInRecommender(Recommender):
     name = "stand-in"
     fallback = "the stand-in's own order (as for known users)"
 
-    def __init__(self, model: str, stripe: int = 0, n_stripes: int = N_STRIPES, seed: int = 0) -> None:
+    def __init__(self, model: str, stripe: int = 0, n_stripes: int = _N_STRIPES, seed: int = 0) -> None:
         super().__init__(seed=seed)
         self.model = model
         self.stripe = stripe
@@ -125,7 +123,7 @@ def begin_plan_notebook(notebook: str) -> None:
     """The runner's first cell of each planned notebook (a kernel plans several): log what is done for its
     recommenders under its name, and start the stripes afresh, so that its stand-in lists do not depend on which
     notebooks were planned before it."""
-    os.environ[PLAN_NOTEBOOK_ENV] = notebook
+    os.environ[_PLAN_NOTEBOOK_ENV] = notebook
     _stripes.clear()
 
 
@@ -152,7 +150,7 @@ def fit_or_stand_in(
     embeddings already cached), else a stand-in. ``name`` labels the model in the plan, ``key`` its identity."""
     if not planning_without_training():
         return model.fit(train, items)
-    if name.lower() in NO_LEARNING:
+    if name.lower() in _NO_LEARNING:
         fitted = model.fit(train, items)
         note_plan(name, FITTED)
         return fitted

@@ -61,11 +61,11 @@ _NORM_USERS = 1000  # ||E||_F is computed on at most this many users (all of Mov
 _OVERSAMPLES = 10  # randomized SVD: extra random directions ...
 _POWER_ITERS = 6  # ... and power iterations (the spectrum of rating matrices decays slowly)
 
-MatMul = Callable[[np.ndarray], np.ndarray]
+_MatMul = Callable[[np.ndarray], np.ndarray]
 
 
-def randomized_svd(
-    matmat: MatMul, rmatmat: MatMul, shape: tuple[int, int], rank: int, seed: int
+def _randomized_svd(
+    matmat: _MatMul, rmatmat: _MatMul, shape: tuple[int, int], rank: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rank-``rank`` SVD ``(U, s, Vt)`` of an operator given by ``X @ M`` and ``X.T @ M`` (Halko et al.)."""
     rng = np.random.default_rng(seed)
@@ -186,7 +186,7 @@ class UAUM(Recommender):
             return rt @ m + g * self._e_rmatmat(m) if g else rt @ m
 
         rank = max(1, min(self.factors, min(r.shape)))
-        u, s, vt = randomized_svd(matmat, rmatmat, r.shape, rank, self.seed)
+        u, s, vt = _randomized_svd(matmat, rmatmat, r.shape, rank, self.seed)
         self.user_factors = u * s
         self.item_factors = vt.T
 

@@ -1,6 +1,3 @@
-"""Reporting: what the notebooks show, computed in the package.
-
-``display`` (data labels, the small-judge warning, the usage footer, captioned tables), ``paper`` (the papers'
-tables, transcribed in ``recjudge_utils/paper_tables/``), and one module per experiment with its tables beside
-the paper, its figures and the sentences generated from the numbers.
-"""
+"""Reporting: what the notebooks show, laid out from numbers the experiments computed. Generic kinds (``cells``,
+``tables``, ``figures``, ``callouts``, ``claims``, ``answer_health``), and one module per chapter whose words are
+``text/<chapter>.yaml`` (:mod:`recjudge_utils.reporting.text`)."""

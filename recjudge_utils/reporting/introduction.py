@@ -1,4 +1,5 @@
-"""What the introduction shows: the data at a glance, one judgment in detail, and what that judgment showed."""
+"""What the introduction shows: the data at a glance, one judgment in detail, and what that judgment showed. The
+words are ``text/introduction.yaml``; the counts come from :func:`recjudge_utils.experiments.introduction.overview`."""
 
 from __future__ import annotations
 
@@ -9,168 +10,94 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from pandas.io.formats.style import Styler
 
-from recjudge_utils.data import Dataset, dataset_statistics
+from recjudge_utils.experiments.introduction import DataOverview
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import JudgeResult
 from recjudge_utils.reporting.callouts import Callout
-from recjudge_utils.reporting.figures import palette
+from recjudge_utils.reporting.figures import done, palette
+from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "first_ratings",
-    "judgment_table",
-    "ratings_figure",
-    "ratings_sentence",
-    "statistics_table",
-    "takeaways_items",
-]
+    "first_ratings", "judgment_table", "ratings_figure", "ratings_sentence", "statistics_table", "takeaways_items"
+]  # fmt: skip
+
+T = chapter_text("introduction")
 
 
-def statistics_table(ds: Dataset) -> pd.DataFrame:
+def _table(key: str, rows: list[list[object]], **caption: object) -> Styler:
+    return captioned(pd.DataFrame(rows, columns=T.raw(f"columns.{key}")), T(f"captions.{key}", **caption))
+
+
+def statistics_table(view: DataOverview) -> Styler:
     """The dataset's size in words: users, items, interactions, categories and density (% of user-item pairs)."""
-    stats = dataset_statistics(ds).iloc[0]
-    return pd.DataFrame(
-        [
-            {
-                "users": f"{stats['users']:,}",
-                "items": f"{stats['items']:,}",
-                "interactions": f"{stats['interactions']:,}",
-                "categories (genres)": f"{stats['categories']:,}",
-                "density (% of user-item pairs)": f"{100 * stats['density']:.2f}",
-            }
-        ]
-    )
+    s = view.statistics
+    counts = [f"{s[k]:,}" for k in ("users", "items", "interactions", "categories")]
+    return _table("statistics", [[*counts, f"{100 * s['density']:.2f}"]], data=view.label)
 
 
-def first_ratings(ds: Dataset, n: int = 5) -> pd.DataFrame:
-    """The first ``n`` interactions as a reader reads them: user, item and its title, rating, date (UTC)."""
-    head = ds.interactions.head(n).merge(ds.items[["item", "title"]], on="item", how="left")
-    return pd.DataFrame(
-        {
-            "user": head["user"],
-            "item": head["item"],
-            "title": head["title"].fillna("(not in the catalogue)"),
-            "rating (stars)": head["rating"].map(lambda r: f"{r:g}"),
-            "rated on (UTC)": pd.to_datetime(head["timestamp"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M"),
-        }
-    )
+def first_ratings(view: DataOverview) -> Styler:
+    """The first interactions as a reader reads them: user, item and its title, rating, date (UTC)."""
+    f = view.first
+    when = pd.to_datetime(f["timestamp"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
+    titles = f["title"].fillna(T("not_in_catalogue"))
+    rows = zip(f["user"], f["item"], titles, f["rating"].map("{:g}".format), when, strict=True)
+    return _table("first", [list(r) for r in rows])
 
 
-def ratings_figure(ds: Dataset) -> Figure:
+def ratings_figure(view: DataOverview) -> Figure:
     """Ratings given (left) and ratings per genre (right; a movie counts once per genre)."""
-    genre_counts = (
-        ds.interactions[["item"]]
-        .merge(ds.items[["item", "genres"]], on="item")
-        .explode("genres")
-        .dropna(subset=["genres"])
-        .value_counts("genres")
-        .rename("ratings")
-        .reset_index()
-    )
     colours = palette(2)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5), gridspec_kw={"width_ratios": [1, 2]})
-    sns.countplot(data=ds.interactions, x="rating", ax=axes[0], color=colours[0])
-    axes[0].set(title="Ratings given", xlabel="rating (stars)", ylabel="count")
-    sns.barplot(data=genre_counts, y="genres", x="ratings", ax=axes[1], color=colours[1])
-    axes[1].set(title="Ratings per genre", xlabel="ratings (a movie counts once per genre)", ylabel="")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    sns.barplot(x=view.ratings.index, y=view.ratings.to_numpy(), ax=axes[0], color=colours[0])
+    sns.barplot(x=view.genres.to_numpy(), y=view.genres.index, ax=axes[1], color=colours[1])
+    for ax, key in zip(axes, ("ratings", "genres"), strict=True):
+        title, xlabel, ylabel = T.raw(f"figure.{key}")
+        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    return done(fig)
 
 
-def ratings_sentence(ds: Dataset) -> Callout:
-    """What the ratings figure shows, computed: the share of ratings of 4 stars or more and the three genres with the
-    most ratings (a movie counts once per genre)."""
-    ratings = ds.interactions["rating"]
-    high = 100 * float((ratings >= 4).mean()) if len(ratings) else float("nan")
-    genres = (
-        ds.interactions[["item"]].merge(ds.items[["item", "genres"]], on="item").explode("genres").dropna()["genres"]
-    )
-    top = genres.value_counts().head(3)
-    named = ", ".join(f"{genre} ({100 * count / len(ratings):.0f} %)" for genre, count in top.items())
-    return Callout(
-        f"{high:.0f} % of the {len(ratings):,} ratings are four stars or more. The genres with the most ratings are "
-        f"{named}: the share of all ratings given to a movie of that genre (a movie can have several genres)."
-    )
+def ratings_sentence(view: DataOverview) -> Callout:
+    """What the ratings figure shows: the share of ratings of 4 stars or more and the three genres most rated."""
+    named = ", ".join(T("genre", genre=g, share=f"{100 * v:.0f}") for g, v in view.genre_share.head(3).items())
+    n = view.statistics["interactions"]
+    return Callout(T("ratings", high=f"{100 * view.high_share:.0f}", n=f"{n:,}", named=named))
 
 
-def judgment_table(result: JudgeResult[dict[str, int]], judge_name: str) -> pd.DataFrame:
+def judgment_table(result: JudgeResult[dict[str, int]], judge_name: str) -> Styler:
     """One judgment as two columns (what, value): judge, question, status, parsed score or the reason it has none,
     raw answer, label probabilities and expected score when the judge reports them, tokens, and where it came from."""
     question = next((m["content"] for m in reversed(result.request.messages) if m["role"] == "user"), "")
-    rows = [
-        ("judge", judge_name),
-        ("prompt file", f"prompts/{result.request.template_id}.md"),
-        ("question", " ".join(question.split())),
-        ("status", result.status),
-        ("parsed score", "none" if result.value is None else ", ".join(f"{k} {v}" for k, v in result.value.items())),
-    ]
-    if result.reason:
-        rows.append(("why it has no score", result.reason))
-    rows.append(("raw answer", repr(result.raw_text)))
-    if result.label_probs:
-        probs = ", ".join(f"{k}: {v:.3f}" for k, v in result.label_probs.items())
-        rows.append(("label probabilities", probs))
-        if result.expected_label is not None:
-            rows.append(("expected score", f"{result.expected_label:.2f}"))
-    rows += [
-        ("tokens in / out", f"{result.prompt_tokens:,} / {result.completion_tokens:,}"),
-        ("answered from", "the cache (this call cost nothing)" if result.cache_hit else "the judge (a new call)"),
-    ]
-    return pd.DataFrame(rows, columns=["what", "value"])
+    value, probs, expected = result.value, result.label_probs or {}, result.expected_label
+    rows = {"judge": judge_name, "prompt": f"prompts/{result.request.template_id}.md",
+            "question": " ".join(question.split()), "status": result.status,
+            "score": T("judgment.no_score") if value is None else ", ".join(f"{k} {v}" for k, v in value.items()),
+            "reason": result.reason or None, "raw": repr(result.raw_text),
+            "probs": ", ".join(f"{k}: {v:.3f}" for k, v in probs.items()) or None,
+            "expected": f"{expected:.2f}" if probs and expected is not None else None,
+            "tokens": f"{result.prompt_tokens:,} / {result.completion_tokens:,}",
+            "source": T("judgment.cached") if result.cache_hit else T("judgment.called")}  # fmt: skip
+    return _table("judgment", [[T(f"judgment.{k}"), v] for k, v in rows.items() if v is not None])
 
 
 def takeaways_items(result: JudgeResult[dict[str, int]], judge_name: str) -> list[str]:
     """The introduction's key takeaways, from its one judgment: what came back, what it cost, what it cannot show."""
-    said = "no answer" if result.raw_text is None else _inline_code(result.raw_text)
-    judge = judge_name.split(" (", 1)[0]  # the model's name without its details
-    if result.status == "parsed" and result.value is not None:
-        score = ", ".join(f"{v}" for v in result.value.values())
-        answer = (
-            f"The judge, {judge}, answered {said}, which parsed to the score {score} on the five-level scale: "
-            "the whole pipeline (data, prompt file, judge client, parser) works end to end."
-        )
-    elif result.status == "unparsed":
-        answer = (
-            f"The judge, {judge}, answered {said}, which did not parse ({result.reason or 'no reason given'}): "
-            "the chapters count such an answer as an {term}`unparseable answer` and never replace it by a default "
-            "score."
-        )
-    else:
-        answer = (
-            f"The call to the judge, {judge}, failed ({result.reason or 'no reason given'}): the chapters count "
-            "failed calls and leave their items unjudged."
-        )
-    items = [answer]
+    said = T("takeaways.no_answer") if result.raw_text is None else _inline_code(result.raw_text)
+    key = "parsed" if result.ok and result.value is not None else "unparsed" if result.status == "unparsed" else "error"
+    score = ", ".join(f"{v}" for v in (result.value or {}).values())
+    items = [T(f"takeaways.{key}", judge=judge_name.split(" (", 1)[0], said=said, score=score,
+               reason=result.reason or T("takeaways.no_reason"))]  # fmt: skip
     if result.label_probs and result.expected_label is not None:
-        items.append(
-            f"This judge also reports its probabilities over the five levels: their expected score is "
-            f"{result.expected_label:.2f}, a finer reading than the one label it wrote."
-        )
-    if result.cache_hit:
-        items.append("The answer came from the disk cache: a rerun of this page asks the judge nothing.")
-    else:
-        items.append(
-            f"The answer was a new call ({result.prompt_tokens:,} tokens in, {result.completion_tokens:,} out, "
-            + (f"US$ {result.cost_usd:.4f}" if math.isfinite(result.cost_usd) else "price unknown for this model")
-            + "); it is now cached, so a rerun of this page costs nothing."
-        )
+        items.append(T("takeaways.expected", expected=f"{result.expected_label:.2f}"))
+    usd = T("takeaways.cost", usd=f"{result.cost_usd:.4f}" if math.isfinite(result.cost_usd) else "")
+    tokens = {"tokens_in": f"{result.prompt_tokens:,}", "tokens_out": f"{result.completion_tokens:,}"}
+    items.append(T("takeaways.cached") if result.cache_hit else T("takeaways.called", **tokens, cost=usd))
     if judge_name.startswith(SIM_PREFIX):
-        source = (
-            "this question carries no truth, so its score is noise around the middle of the scale"
-            if result.request.truth is None
-            else "its score comes from the truth the experiment attached, corrupted by its error model"
-        )
-        items.append(
-            f"The {{term}}`simulated judge` answered here and never read the question: {source}. "
-            "{doc}`Chapter 5 <05_protocols_detect>` shows what it is for."
-        )
-    items.append(
-        "One answer says nothing about whether the judge is any good: {doc}`chapter 1 "
-        "<01_serendipity_prompt_selection>` measures it against users' labels, {doc}`chapter 3 <03_recsys_arena>` "
-        "and {doc}`chapter 4 <04_saer>` against swapped positions and adversarial lists."
-    )
-    return items
+        source = T("takeaways.no_truth") if result.request.truth is None else T("takeaways.truth")
+        items.append(T("takeaways.simulated", source=source))
+    return [*items, T("takeaways.one_answer")]
 
 
 def _inline_code(text: str) -> str:

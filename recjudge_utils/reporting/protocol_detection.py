@@ -1,10 +1,7 @@
-"""Tables, figures, notes and takeaways of the chapter "What the protocols detect".
-
-Every number here comes from the simulated judge: each section's note (:func:`judge_note`) names its error model,
-every figure title says "simulated judge", and every figure draws the truth in (the value the error model implies,
-or the answer a perfect judge gives). Tables put an estimate and its 95 % CI in one cell; the machine-readable
-numbers stay in :meth:`~recjudge_utils.experiments.protocol_detection.DetectionRun.results`.
-"""
+"""Chapter 5 ("What the protocols detect"), words in ``text/protocol_detection.yaml``: one function per study lays out
+a :class:`~recjudge_utils.experiments.protocol_detection.DetectionRun`'s figures and tables. Every number is the
+simulated judge's (each note names its error model, each figure draws the truth in); a new section is one more
+:data:`_SWEEPS` entry (its note in the text file) and one more study function."""
 
 from __future__ import annotations
 
@@ -15,674 +12,349 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
-from recjudge_utils.experiments.protocol_detection import (
-    PAPER_MAES,
-    PAPER_PAIRS,
-    DetectionRun,
-    ReevalDetection,
-    SaerDetection,
-    Separation,
-    reevaluation_config,
-)
+from recjudge_utils.experiments import protocol_detection as detect
 from recjudge_utils.judge.backends.sim import SIM_PREFIX, SimParameters
 from recjudge_utils.reporting.callouts import Callout, simulated_judge_note, stand_in_note
-from recjudge_utils.reporting.display import captioned, error_bars, estimate_cell
-from recjudge_utils.reporting.figures import MARKERS, forest_plot, palette
+from recjudge_utils.reporting.claims import Estimate, and_join, apart, side
+from recjudge_utils.reporting.figures import MARKERS, TRUTH_STYLE, done, forest_plot, grouped_bars, measured, palette
+from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "SECTIONS",
-    "adjudication_figure",
-    "adjudication_tables",
-    "arena_figure",
-    "arena_table",
-    "arena_text",
-    "coverage_figure",
-    "coverage_table",
-    "coverage_text",
-    "data_note",
-    "forest_figure",
-    "judge_note",
-    "noise_figure",
-    "noise_table",
-    "ordering_figure",
-    "reevaluation_figure",
-    "reevaluation_table",
-    "reevaluation_text",
-    "saer_figure",
-    "saer_tables",
-    "saer_text",
-    "separation_figure",
-    "separation_table",
-    "separation_text",
-    "takeaways_items",
-]
+    "SECTIONS", "adjudication", "arena", "coverage", "data_note", "forest_figure", "judge_note", "noise", "panels",
+    "reevaluation", "saer", "section_text", "separation", "takeaways_items",
+]  # fmt: skip
 
-SIM = SIM_PREFIX
+T = chapter_text("protocol_detection")
 #: the chapter's sections and the simulated judge's errors each one sweeps (the others keep SimParameters' defaults)
 _SWEEPS: dict[str, tuple[str, ...]] = {
-    "serendipity": ("noise",),
-    "arena": ("position_bias",),
-    "saer": ("context_neglect", "position_bias", "noise"),
-    "reevaluation": ("noise",),
-}
+    "serendipity": ("noise",), "arena": ("position_bias",), "saer": ("context_neglect", "position_bias", "noise"),
+    "reevaluation": ("noise",), "panels": ("noise", "position_bias", "leniency", "unparseable"),
+}  # fmt: skip
 SECTIONS = tuple(_SWEEPS)
-#: the error model's parameters a note lists (the seed is the profile's; each study offsets it)
+#: the error model's parameters a note lists (the seed is the run's; each study offsets it)
 _ERRORS = tuple(f.name for f in dataclasses.fields(SimParameters) if f.name != "seed")
-_TRUTH_STYLE: dict[str, Any] = {"color": "k", "linestyle": "--", "linewidth": 1.2}
+_MERGES = (("labels", "label"), ("verdicts", "verdict"))  # SAER's two merged annotations: (source, value) columns
+_PANEL = {"acc3": (1, 100), "kappa": (3, 1), "consistency": (1, 100), "bias": (3, 1)}  # measure: cell digits, scale
 
 
-def _done(fig: Figure) -> Figure:
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+def _f(key: str, **values: Any) -> str:
+    return T(f"figures.{key}", sim=SIM_PREFIX, **values)
 
 
-def _values(levels: Sequence[float]) -> str:
-    return ", ".join(f"{v:g}" for v in levels)
+def _labelled(ax: Axes, key: str, **values: Any) -> None:
+    ax.set(xlabel=_f(f"{key}.x", **values), ylabel=_f(f"{key}.y", **values))
+    if "title" in T.raw(f"figures.{key}"):
+        ax.set_title(_f(f"{key}.title", **values))
+    ax.legend(fontsize=8)
 
 
-def _pct(value: float, low: float | None = None, high: float | None = None) -> str:
-    return estimate_cell(value, low, high, digits=1, scale=100)
+def _panel(ax: Axes, key: str, x: Any, series: Sequence[Sequence[Any]], truth: Any, line: str = "", **v: Any) -> None:
+    for k, (y, low, high, label) in enumerate(series):
+        measured(ax, x, y, low, high, k, label, line)
+    if isinstance(truth, int | float):
+        ax.axhline(truth, **TRUTH_STYLE, label=_f(f"{key}.truth"))
+    else:
+        ax.plot(x, truth, **TRUTH_STYLE, label=_f(f"{key}.truth"))
+    _labelled(ax, key, **v)
 
 
-def _ci_holds(value: float, low: float, high: float) -> bool:
-    # a Wilson bound at 0 % or 100 % can miss 0 or 1 by a rounding error
-    return bool(low - 1e-9 <= value <= high + 1e-9)
+def _table(key: str, rows: Sequence[Sequence[Any]], **values: Any) -> Styler:
+    heads = T.raw(f"columns.{key}")
+    heads = [T(f"columns.{key}.{h}", **values) for h in heads] if isinstance(heads, dict) else heads
+    return captioned(pd.DataFrame(list(rows), columns=heads), T(f"captions.{key}", sim=SIM_PREFIX, **values))
+
+
+def _ci(value: Any, low: Any = None, high: Any = None, pct: bool = False) -> str:
+    return Estimate.of(value, low, high).cell(1, 100) if pct else Estimate.of(value, low, high).cell()
 
 
 def _log_ticks(ax: Axes, values: Sequence[float]) -> None:
-    """A log x axis labelled at the sample sizes drawn, in plain numbers."""
-    ax.set_xscale("log")
-    ax.set_xticks(list(values), [f"{v:,.0f}" for v in values])
+    ax.set(xscale="log", xticks=list(values), xticklabels=[f"{v:,.0f}" for v in values])
     ax.minorticks_off()
 
 
-def _q_with_error(q: float, true_q: float) -> str:
-    """Q as a table shows it, with its relative error against the truth when both are finite."""
-    if not (np.isfinite(q) and np.isfinite(true_q) and true_q > 0):
-        return estimate_cell(q)
-    return f"{estimate_cell(q)} ({100 * (q / true_q - 1):+.0f} %)"
-
-
-# ------------------------------------------------------------------------------------------------ notes
-def judge_note(run: DetectionRun, section: str) -> Callout:
+def judge_note(run: detect.DetectionRun, section: str) -> Callout:
     """The simulated judge's note for one section: the errors it sweeps in the title line, the others as set."""
-    c = run.config
     if section not in _SWEEPS:
         raise ValueError(f"unknown section {section!r}; one of {', '.join(SECTIONS)}")
-    sep = run.separation
-    what = {
-        "serendipity": f"score noise σ = {_values(c.noise_levels)} (the coverage study: σ = {c.coverage_noise:g}; "
-        f"the two templates: σ = {sep.noises[0]:.2f} and {sep.noises[1]:.2f})",
-        "arena": f"position bias b = {_values(c.biases)}",
-        "saer": f"context neglect c = {_values(c.neglects)} on the adversarial pairs, position bias b = "
-        f"{_values(c.biases)} in the swap test and score noise {c.annotator_noise:g} for each of two annotators, "
-        "one error at a time",
-        "reevaluation": f"score noise σ = {_values(c.reeval_noise)}",
-    }[section]
-    default = SimParameters()
-    fixed = {name: float(getattr(default, name)) for name in _ERRORS if name not in _SWEEPS[section]}
-    return simulated_judge_note(f"{SIM} with {what}; every other error as below", fixed)
+    config = {k: ", ".join(f"{x:g}" for x in v) if isinstance(v, tuple) else f"{v:g}"
+              for k, v in dataclasses.asdict(run.config).items()}  # fmt: skip
+    fixed = {name: float(getattr(SimParameters(), name)) for name in _ERRORS if name not in _SWEEPS[section]}
+    sweep = T(f"notes.sweeps.{section}", **config, templates=[f"{n:.2f}" for n in run.separation.noises])
+    return simulated_judge_note(T("notes.judge", sim=SIM_PREFIX, sweep=sweep), fixed)
 
 
-def data_note(run: DetectionRun) -> Callout | None:
+def data_note(run: detect.DetectionRun) -> Callout | None:
     """A stand-in note when the chapter's data are not the papers' (None otherwise)."""
-    if "[STAND-IN]" not in run.data_label:
-        return None
-    return stand_in_note(
-        run.data_label,
-        "the papers' data",
-        "Here that matters less than elsewhere in the book: every number below is measured against a truth the "
-        "simulated judge is handed, not against people's answers.",
-    )
+    stand_in = "[STAND-IN]" in run.data_label
+    return stand_in_note(run.data_label, T("notes.data_paper"), T("notes.data_detail")) if stand_in else None
 
 
-# ------------------------------------------------------------------------------------------------ serendipity
-def noise_table(noise: pd.DataFrame) -> Styler:
-    """MAE, 3-class accuracy and weighted kappa per score noise, each with its CI, beside the implied MAE."""
+def section_text(run: detect.DetectionRun, study: str) -> str:
+    """The Markdown before a study's numbers (coverage, separation, arena, saer, reevaluation): what it samples."""
+    cov, sep, arena_, gaps = run.coverage.attrs, run.separation, run.arena.attrs, run.reevaluation.gaps.attrs
+    values: dict[str, dict[str, Any]] = {
+        "coverage": {"noise": f"{cov['noise']:g}", "mae": f"{cov['true_mae']:.3f}", "repeats": run.config.repeats,
+                     "acc": f"{100 * cov['true_acc']:.1f}", "n_boot": run.config.n_boot},
+        "separation": {"noises": [f"{n:.2f}" for n in sep.noises], "maes": [f"{m:.3f}" for m in sep.maes],
+                       "papers": detect.PAPER_MAES, "d": f"{sep.effect_size:.3f}", "n80": f"{sep.n80_statsmodels:,.0f}",
+                       "paper_pairs": f"{detect.PAPER_PAIRS:,}", "simulated": f"{sep.n80_simulated:,.0f}",
+                       "reached": np.isfinite(sep.n80_simulated), "n_max": f"{sep.table['n'].max():,.0f}"},
+        "arena": {**arena_, "ties": f"{100 * arena_['truth_ties']:.0f}", "q": _ci(arena_["true_q"]),
+                  "win": f"{100 * arena_['true_win_rate']:.1f}", "infinite": not np.isfinite(run.arena["Q"]).all()},
+        "saer": {"customers": run.saer.customers, "heldout": run.saer.heldout},
+        "reevaluation": {"users": gaps["users"], "pairs": f"{gaps['pairs']:,}", "names": gaps["recommenders"]},
+        "panels": {k: f"{v:,}" for k, v in run.panels.attrs.items()},
+    }  # fmt: skip
+    return T(f"texts.{study}", **values[study])
+
+
+def noise(run: detect.DetectionRun) -> tuple[Figure, Styler]:
+    """MAE (with CI) against the MAE the error model implies, 3-class accuracy and weighted kappa, by score noise."""
+    n = run.noise
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    _panel(left, "mae", n["noise"], [(n["mae"], n["mae_lo"], n["mae_hi"], _f("mae.measured"))], n["expected_mae"])
+    bounds = {"acc3": ("acc3_wilson_lo", "acc3_wilson_hi"), "kappa_qw": ("kappa_lo", "kappa_hi")}
+    series = [(n[y], n[lo], n[hi], _f(f"agreement.{y}")) for y, (lo, hi) in bounds.items()]
+    _panel(right, "agreement", n["noise"], series, 1.0, line="-")
+    right.set(ylim=(0, 1.05))
     rows = [
-        {
-            "score noise σ": f"{r.noise:g}",
-            "MAE [95 % CI]": estimate_cell(r.mae, r.mae_lo, r.mae_hi),
-            "MAE the error model implies": f"{r.expected_mae:.3f}",
-            "implied MAE in the CI": "yes" if _ci_holds(r.expected_mae, r.mae_lo, r.mae_hi) else "no",
-            "3-class accuracy % [95 % CI]": _pct(r.acc3, r.acc3_wilson_lo, r.acc3_wilson_hi),
-            "weighted kappa [95 % CI]": estimate_cell(r.kappa_qw, r.kappa_lo, r.kappa_hi),
-        }
-        for r in noise.itertuples()
-    ]
-    return captioned(pd.DataFrame(rows), f"Serendipity scores against a known score noise ({SIM})")
+        [f"{r.noise:g}", _ci(r.mae, r.mae_lo, r.mae_hi), f"{r.expected_mae:.3f}",
+         T("cells.held" if r.implied_in_ci else "cells.missed"), _ci(r.acc3, r.acc3_wilson_lo, r.acc3_wilson_hi, True),
+         _ci(r.kappa_qw, r.kappa_lo, r.kappa_hi)]
+        for r in n.itertuples()
+    ]  # fmt: skip
+    return done(fig), _table("noise", rows)
 
 
-def _measured(ax: Axes, x: Any, y: Any, low: Any, high: Any, k: int, label: str, line: str = "") -> None:
-    """Series ``k`` of a figure's measured estimates with their CIs: its marker (plus ``line``, e.g. "-") and its
-    colour-blind-safe colour, as every figure of this chapter draws them."""
-    ax.errorbar(
-        x, y, yerr=error_bars(y, low, high), fmt=MARKERS[k] + line, color=palette(k + 1)[k], capsize=3, label=label
-    )
+def _where(value: Any, low: Any, high: Any, reference: float, tolerance: float = 0.0) -> str:
+    return side(Estimate.of(value, low, high), reference, tolerance)
 
 
-def noise_figure(noise: pd.DataFrame) -> Figure:
-    """MAE with CI against the MAE the error model implies (left), accuracy and kappa with CIs (right), by noise."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    ax = axes[0]
-    _measured(ax, noise["noise"], noise["mae"], noise["mae_lo"], noise["mae_hi"], 0, "measured MAE (95 % CI)")
-    ax.plot(noise["noise"], noise["expected_mae"], **_TRUTH_STYLE, label="truth: the MAE the error model implies")
-    ax.set(xlabel="score noise σ (five-level scale)", ylabel="MAE against g", title=f"MAE ({SIM})")
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    for k, (col, lo, hi, label) in enumerate(
-        (
-            ("acc3", "acc3_wilson_lo", "acc3_wilson_hi", "3-class accuracy (Wilson 95 % CI)"),
-            ("kappa_qw", "kappa_lo", "kappa_hi", "weighted kappa (bootstrap 95 % CI)"),
-        )
-    ):
-        _measured(ax, noise["noise"], noise[col], noise[lo], noise[hi], k, label, line="-")
-    ax.axhline(1.0, **_TRUTH_STYLE, label="truth: a perfect judge (σ = 0)")
-    ax.set(xlabel="score noise σ", ylabel="agreement with g", title=f"Accuracy and kappa ({SIM})", ylim=(0, 1.05))
-    ax.legend(fontsize=8)
-    return _done(fig)
-
-
-def coverage_text(run: DetectionRun) -> str:
-    """The population the coverage study samples from and how each coverage is counted (Markdown)."""
-    cov, c = run.coverage, run.config
-    return (
-        f"Population: every judged pair at score noise σ = {cov.attrs['noise']:g}, with {{term}}`MAE` "
-        f"{cov.attrs['true_mae']:.3f} and {{term}}`3-class accuracy` {100 * cov.attrs['true_acc']:.1f} %. Each row "
-        f"draws {c.repeats} samples of n pairs and computes a 95 % CI on each ({c.n_boot} bootstrap resamples for the "
-        "MAE); its coverage is the share of those intervals that hold the population value, with a "
-        "{term}`Wilson interval` over the samples."
-    )
-
-
-def coverage_table(coverage: pd.DataFrame) -> Styler:
-    """Coverage (with its CI) and mean width of each interval method per sample size, against the nominal 95 %."""
-    rows = []
-    for r in coverage.itertuples():
-        verdict = "below" if r.coverage_hi < 0.95 else "above" if r.coverage_lo > 0.95 else "consistent with"
-        rows.append(
-            {
-                "judged pairs per sample": r.n,
-                "interval": r.interval,
-                "coverage % [95 % CI]": _pct(r.coverage, r.coverage_lo, r.coverage_hi),
-                "against the nominal 95 %": verdict,
-                "mean width": f"{r.mean_width:.3f}",
-            }
-        )
-    return captioned(pd.DataFrame(rows), f"How often a 95 % CI holds the truth ({SIM})")
-
-
-def coverage_figure(coverage: pd.DataFrame) -> Figure:
-    """Share of 95 % CIs holding the truth, by sample size (log scale) and interval, against the nominal 95 %."""
-    groups = list(dict.fromkeys(coverage["interval"]))
+def coverage(run: detect.DetectionRun) -> tuple[Figure, Styler]:
+    """How often each interval method's 95 % CI holds the truth per sample size (log scale), against 95 %."""
+    c = run.coverage
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    for k, name in enumerate(groups):
-        grp = coverage[coverage["interval"] == name]
-        _measured(
-            ax, grp["n"], grp["coverage"], grp["coverage_lo"], grp["coverage_hi"], k, name, line="-" if k == 0 else "-."
-        )
-    ax.axhline(0.95, **_TRUTH_STYLE, label="nominal 95 %")
-    _log_ticks(ax, sorted(set(coverage["n"])))
-    bottom = min(0.7, float(coverage["coverage_lo"].min()) - 0.02)
-    ax.set(xlabel="judged pairs per sample (log scale)", ylabel="share of CIs holding the truth", ylim=(bottom, 1.01))
-    ax.set_title(f"Coverage of 95 % CIs over repeated samples ({SIM}, σ = {coverage.attrs.get('noise', '?')})")
-    ax.legend(fontsize=8)
-    return _done(fig)
-
-
-def separation_text(sep: Separation) -> str:
-    """The two templates' noises and MAEs, the standardised effect and the pairs needed for 80 % power."""
-    simulated = (
-        f"{sep.n80_simulated:,.0f} by simulation"
-        if np.isfinite(sep.n80_simulated)
-        else f"not reached by simulation within {int(sep.table['n'].max()):,} pairs"
-    )
-    return (
-        f"Two simulated templates with score noise {sep.noises[0]:.2f} and {sep.noises[1]:.2f} reach MAE "
-        f"{sep.maes[0]:.3f} and {sep.maes[1]:.3f} on these pairs (the paper's CoT and LtM: {PAPER_MAES[0]} and "
-        f"{PAPER_MAES[1]} {{cite:p}}`tokutake2025serendipity`). The standardised paired effect (mean over standard "
-        f"deviation of the per-pair difference in absolute error) is d = {sep.effect_size:.3f}. Pairs for 80 % power "
-        f"at the 5 % level: {sep.n80_statsmodels:,.0f} by statsmodels' `TTestPower`, {simulated}; the paper judged "
-        f"{PAPER_PAIRS:,}."
-    )
-
-
-def separation_table(sep: Separation) -> Styler:
-    """Power per judged-pair count: the simulation's share of significant tests with its CI, and statsmodels'."""
+    for k, (name, g) in enumerate(c.groupby("interval", sort=False)):
+        measured(ax, g["n"], g["coverage"], g["coverage_lo"], g["coverage_hi"], k, str(name), "-" if k == 0 else "-.")
+    ax.axhline(0.95, **TRUTH_STYLE, label=_f("coverage.truth"))
+    _log_ticks(ax, sorted(set(c["n"])))
+    ax.set(ylim=(min(0.7, float(c["coverage_lo"].min()) - 0.02), 1.01))
+    _labelled(ax, "coverage", noise=c.attrs.get("noise", "?"))
     rows = [
-        {
-            "judged pairs": f"{r.n:,}",
-            "power by simulation % [95 % CI]": _pct(r.power, r.power_lo, r.power_hi),
-            "power by statsmodels %": f"{100 * r.power_statsmodels:.1f}",
-        }
-        for r in sep.table.itertuples()
-    ]
-    return captioned(pd.DataFrame(rows), f"Power to tell two templates apart (paired t-test, 5 %; {SIM})")
+        [r.n, r.interval, _ci(r.coverage, r.coverage_lo, r.coverage_hi, True),
+         T(f"cells.nominal.{_where(r.coverage, r.coverage_lo, r.coverage_hi, 0.95)}"), f"{r.mean_width:.3f}"]
+        for r in c.itertuples()
+    ]  # fmt: skip
+    return done(fig), _table("coverage", rows)
 
 
-def separation_figure(sep: Separation) -> Figure:
-    """Simulated power to separate the paper's two MAEs by pair count, with statsmodels' power curve."""
-    t = sep.table
-    colours = palette(2)
+def separation(run: detect.DetectionRun) -> tuple[Figure, Styler]:
+    """Power to separate two templates with the paper's MAEs, by simulation (with CIs) and by statsmodels."""
+    sep, t, paper = run.separation, run.separation.table, detect.PAPER_PAIRS
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    _measured(
-        ax, t["n"], t["power"], t["power_lo"], t["power_hi"], 0, "simulation (paired t-test, 5 %; Wilson 95 % CI)"
-    )
-    grid = np.geomspace(t["n"].min(), max(t["n"].max(), PAPER_PAIRS), 80)
-    ax.plot(
-        grid,
-        sep.power_curve(grid),
-        **_TRUTH_STYLE,
-        label=f"statsmodels TTestPower (d = {sep.effect_size:.2f})",
-    )
-    ax.axhline(0.8, color="0.6", lw=1, label="80 % power")
-    ax.axvline(PAPER_PAIRS, color=colours[1], ls=":", lw=1.5, label=f"the paper's {PAPER_PAIRS:,} pairs")
+    measured(ax, t["n"], t["power"], t["power_lo"], t["power_hi"], 0, _f("power.simulated"))
+    grid = np.geomspace(t["n"].min(), max(t["n"].max(), paper), 80)
+    ax.plot(grid, sep.power_curve(grid), **TRUTH_STYLE, label=_f("power.truth", d=f"{sep.effect_size:.2f}"))
+    ax.axhline(0.8, color="0.6", lw=1, label=_f("power.target"))
+    ax.axvline(paper, color=palette(2)[1], ls=":", lw=1.5, label=_f("power.paper", n=f"{paper:,}"))
     _log_ticks(ax, list(t["n"]))
-    ax.set(xlabel="judged pairs (log scale)", ylabel="power", ylim=(0, 1.02))
-    ax.set_title(f"Pairs to separate MAE {PAPER_MAES[0]} from {PAPER_MAES[1]} ({SIM})")
+    ax.set(ylim=(0, 1.02))
+    _labelled(ax, "power", a=detect.PAPER_MAES[0], b=detect.PAPER_MAES[1])
     ax.legend(fontsize=8, loc="lower right")
-    return _done(fig)
+    rows = [[f"{r.n:,}", _ci(r.power, r.power_lo, r.power_hi, True), f"{100 * r.power_statsmodels:.1f}"]
+            for r in t.itertuples()]  # fmt: skip
+    return done(fig), _table("separation", rows)
 
 
-# ------------------------------------------------------------------------------------------------ RecSys Arena
-def _arena_truth(arena: pd.DataFrame) -> tuple[float, float]:
-    truth = arena[arena["protocol"] == "truth"].iloc[0]
-    return float(truth["win_rate"]), float(truth["Q"])
+def _q(row: Any) -> str:
+    cell = _ci(row["Q"])
+    return T("cells.q_error", q=cell, error=f"{100 * row['Q_error']:+.0f}") if np.isfinite(row["Q_error"]) else cell
 
 
-def arena_text(arena: pd.DataFrame) -> str:
-    """The panel, its true tie share and the true win rate and Q the protocols should recover (Markdown)."""
-    win, q = _arena_truth(arena)
-    return (
-        f"{arena.attrs['users']} users compare {arena.attrs['tested']} (tested) with {arena.attrs['baseline']} "
-        f"(baseline); {100 * arena.attrs['truth_ties']:.0f} % of the true comparisons are ties (equal held-out "
-        f"positives in both top-5 lists). The truth: win rate {100 * win:.1f} % (ties counted half), "
-        f"{{term}}`Q` = {estimate_cell(q)}."
-        + (
-            " Q reads ∞ where a protocol records wins but no losses and no ties."
-            if not np.isfinite(arena["Q"].astype(float)).all()
-            else ""
-        )
-    )
-
-
-def arena_table(arena: pd.DataFrame) -> Styler:
-    """Per position bias: win rate and Q of the single-order and the adjudicated protocol, Q's error vs the truth."""
-    _, true_q = _arena_truth(arena)
-    rows = []
-    for b, grp in arena[arena["protocol"] != "truth"].groupby("bias", sort=True):
-        by = grp.set_index("protocol")
-        single, adj = by.loc["single order (paper)"], by.loc["both orders, adjudicated"]
-        rows.append(
-            {
-                "position bias b": f"{b:g}",
-                "win % single order (paper)": f"{100 * single['win_rate']:.1f}",
-                "win % both orders adjudicated": f"{100 * adj['win_rate']:.1f}",
-                "Q single order": _q_with_error(float(single["Q"]), true_q),
-                "Q adjudicated": _q_with_error(float(adj["Q"]), true_q),
-            }
-        )
-    return captioned(
-        pd.DataFrame(rows),
-        f"Single order against both orders, Q's error against the true {estimate_cell(true_q)} ({SIM})",
-    )
-
-
-def arena_figure(arena: pd.DataFrame) -> Figure:
-    """Win rate (left) and Q (right) of the tested model as position bias grows, per protocol and the truth."""
-    protocols = ("single order (paper)", "both orders, adjudicated")
-    colours = palette(len(protocols))
+def arena(run: detect.DetectionRun) -> tuple[Figure, Styler]:
+    """Win rate and Q of the tested model per position bias: single order, both orders adjudicated, the truth."""
+    a = run.arena
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, metric, label in ((axes[0], "win_rate", "win rate of the tested model (ties half)"), (axes[1], "Q", "Q")):
-        truth = arena[arena["protocol"] == "truth"]
-        ax.plot(truth["bias"], truth[metric], **_TRUTH_STYLE, zorder=3, label="truth")
-        for k, name in enumerate(protocols):
-            grp = arena[arena["protocol"] == name]
-            ax.plot(grp["bias"], grp[metric], MARKERS[k] + ("-" if k == 0 else ":"), color=colours[k], label=name)
-        ax.set(xlabel="position bias b", ylabel=label)
+    for ax, metric in zip(axes, ("win_rate", "Q"), strict=True):
+        truth = a[a["protocol"] == "truth"]
+        ax.plot(truth["bias"], truth[metric], **TRUTH_STYLE, zorder=3, label=_f("arena.truth"))
+        for k, name in enumerate(detect.ARENA_PROTOCOLS):
+            g = a[a["protocol"] == name]
+            ax.plot(g["bias"], g[metric], MARKERS[k] + ("-" if k == 0 else ":"), color=palette(2)[k], label=name)
+        ax.set(xlabel=_f("arena.x"), ylabel=_f(f"arena.{metric}"))
         ax.legend(fontsize=8)
-    fig.suptitle(f"{arena.attrs.get('tested')} against {arena.attrs.get('baseline')} as position bias grows ({SIM})")
-    return _done(fig)
+    fig.suptitle(_f("arena.title", tested=a.attrs.get("tested"), baseline=a.attrs.get("baseline")))
+    rows = []
+    for b, grp in a[a["protocol"] != "truth"].groupby("bias", sort=True):
+        single, adj = (grp.set_index("protocol").loc[p] for p in detect.ARENA_PROTOCOLS)
+        rows.append([f"{b:g}", f"{100 * single['win_rate']:.1f}", f"{100 * adj['win_rate']:.1f}", _q(single), _q(adj)])
+    return done(fig), _table("arena", rows, true_q=_ci(a.attrs["true_q"]))
 
 
-# ------------------------------------------------------------------------------------------------ SAER
-def saer_text(det: SaerDetection) -> str:
-    """The panel and its held-out future, which only simulated-judge runs have (Markdown)."""
-    return (
-        f"Panel: {det.customers} customers, each one's last {det.heldout} interactions held out of the context and of "
-        "the recommenders' training as the future the truth is read from. Only simulated-judge runs hold out a future: "
-        f"the paper has no such split {{cite:p}}`liu2026saer`, and an LLM run of {{doc}}`chapter 4 <04_saer>` shows "
-        "and trains on the whole history."
-    )
-
-
-def saer_tables(det: SaerDetection) -> tuple[Styler, Styler]:
-    """Adversarial detection per context neglect, and swap consistency per position bias, against the truth."""
-    adv = det.adversarial.pivot(index="context_neglect", columns="outcome", values=["share", "lo", "hi"])
-    detection = pd.DataFrame(
-        [
-            {
-                "context neglect c": f"{c:g}",
-                "genuine list picked % [95 % CI]": _pct(
-                    adv.loc[c, ("share", "correct")], adv.loc[c, ("lo", "correct")], adv.loc[c, ("hi", "correct")]
-                ),
-                "tie %": f"{100 * adv.loc[c, ('share', 'tie')]:.1f}",
-                "decoy picked %": f"{100 * adv.loc[c, ('share', 'wrong')]:.1f}",
-                "truth: 1 − c (%)": f"{100 * adv.loc[c, ('share', 'expected correct')]:.1f}",
-            }
-            for c in adv.index
-        ]
-    )
-    consistency = pd.DataFrame(
-        [
-            {
-                "position bias b": f"{r.bias:g}",
-                "swap consistency % [95 % CI]": _pct(r.consistency, r.lo, r.hi),
-                "truth: the error model's consistency %": f"{100 * r.expected:.1f}",
-            }
-            for r in det.consistency.itertuples()
-        ]
-    )
-    return (
-        captioned(detection, f"Adversarial pairs: the genuine list against a decoy ({SIM})"),
-        captioned(consistency, f"The position swap: both orders agree ({SIM})"),
-    )
-
-
-def saer_figure(det: SaerDetection) -> Figure:
-    """Adversarial-pair outcomes vs context neglect (left), swap consistency vs position bias (right), with CIs."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    adv = det.adversarial
-    ax = axes[0]
-    for k, (outcome, label) in enumerate((("correct", "genuine list"), ("tie", "tie"), ("wrong", "decoy"))):
-        grp = adv[adv["outcome"] == outcome]
-        _measured(ax, grp["context_neglect"], grp["share"], grp["lo"], grp["hi"], k, label, line="-")
-    exp = adv[adv["outcome"] == "expected correct"]
-    ax.plot(exp["context_neglect"], exp["share"], **_TRUTH_STYLE, label="truth: genuine = 1 − c")
-    ax.set(xlabel="context neglect c", ylabel="share of adversarial pairs (95 % CI)")
-    ax.set_title(f"Adversarial detection ({SIM})")
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    c = det.consistency
-    _measured(ax, c["bias"], c["consistency"], c["lo"], c["hi"], 0, "measured (Wilson 95 % CI)")
-    ax.plot(c["bias"], c["expected"], **_TRUTH_STYLE, label="truth: the error model's consistency")
-    ax.set(xlabel="position bias b", ylabel="swap consistency", ylim=(0, 1.05))
-    ax.set_title(f"Swap consistency ({SIM})")
-    ax.legend(fontsize=8)
-    return _done(fig)
-
-
-def adjudication_tables(det: SaerDetection) -> tuple[Styler, Styler]:
-    """Label shares with kappa against the truth (strict merge), and verdict shares (conservative merge)."""
-    labels = det.labels.pivot(index="labels", columns="label", values="share")
-    labels = labels.loc[list(dict.fromkeys(det.labels["labels"])), list(dict.fromkeys(det.labels["label"]))]
-    kappa = det.labels.groupby("labels", sort=False)["kappa_vs_truth"].first()
-    label_frame = (100 * labels).round(1).rename(columns=lambda c: f"{c} %")
-    label_frame["weighted kappa with the truth"] = [
-        "(the truth)" if src == "truth" else f"{kappa[src]:.2f}" for src in label_frame.index
+def saer(run: detect.DetectionRun) -> tuple[Figure, Styler, Styler]:
+    """Adversarial detection per context neglect and swap consistency per position bias, with CIs, against the truth."""
+    cons, det = run.saer.consistency, run.saer.detection
+    by = run.saer.adversarial.set_index(["outcome", "context_neglect"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    groups = {o: by.loc[o].reindex(det.index) for o in T.raw("figures.adversarial.outcomes")}
+    series = [(g["share"], g["lo"], g["hi"], _f(f"adversarial.outcomes.{o}")) for o, g in groups.items()]
+    _panel(left, "adversarial", det.index, series, det["expected"], line="-")
+    swap = [(cons["consistency"], cons["lo"], cons["hi"], _f("consistency.measured"))]
+    _panel(right, "consistency", cons["bias"], swap, cons["expected"])
+    right.set(ylim=(0, 1.05))
+    detection = [
+        [f"{r.Index:g}", _ci(r.correct, r.lo, r.hi, True), *(f"{100 * v:.1f}" for v in (r.tie, r.wrong, r.expected))]
+        for r in det.itertuples()
     ]
-    verdicts = det.verdicts.pivot(index="verdicts", columns="verdict", values="share")
-    verdicts = verdicts.loc[list(dict.fromkeys(det.verdicts["verdicts"])), list(dict.fromkeys(det.verdicts["verdict"]))]
-    verdict_frame = (100 * verdicts).round(1).rename(columns=lambda c: f"{c} %")
-    return (
-        captioned(label_frame.rename_axis("labels").reset_index(), f"Pointwise labels: the strict merge ({SIM})"),
-        captioned(
-            verdict_frame.rename_axis("verdicts").reset_index(), f"Pairwise verdicts: the conservative merge ({SIM})"
-        ),
-    )
+    consistency = [[f"{r.bias:g}", _ci(r.consistency, r.lo, r.hi, True), f"{100 * r.expected:.1f}"]
+                   for r in cons.itertuples()]  # fmt: skip
+    return done(fig), _table("detection", detection), _table("consistency", consistency)
 
 
-def _hatched_bars(ax: Axes, frame: pd.DataFrame, x: str, hue: str) -> None:
-    order = list(dict.fromkeys(frame[hue]))
-    sns.barplot(data=frame, x=x, y="share", hue=hue, hue_order=order, palette=palette(len(order)), ax=ax)
-    for container, hatch in zip(ax.containers, ("", "//", "..", "xx", "\\\\"), strict=False):
-        for bar in container:
-            bar.set_hatch(hatch)
-            bar.set_edgecolor("0.2")
-    ax.legend(fontsize=7)
-
-
-def adjudication_figure(det: SaerDetection) -> Figure:
-    """Label shares under the strict merge (left) and verdict shares under the conservative merge (right)."""
+def adjudication(run: detect.DetectionRun) -> tuple[Figure, Styler, Styler]:
+    """Label shares (with kappa against the truth) under the strict merge, verdict shares under the conservative."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    _hatched_bars(axes[0], det.labels, "label", "labels")
-    axes[0].set_title(f"Pointwise labels, strict merge ({SIM})", fontsize=10)
-    _hatched_bars(axes[1], det.verdicts, "verdict", "verdicts")
-    axes[1].set_title(f"Pairwise verdicts, conservative merge ({SIM})", fontsize=10)
-    return _done(fig)
+    tables = []
+    for ax, frame, (source, value) in zip(axes, (run.saer.labels, run.saer.verdicts), _MERGES, strict=True):
+        shares = frame.pivot(index=source, columns=value, values="share")
+        shares = shares.loc[list(dict.fromkeys(frame[source])), list(dict.fromkeys(frame[value]))]
+        grouped_bars(ax, list(shares.columns), {s: shares.loc[s].to_numpy() for s in shares.index}, edgecolor="0.2")
+        ax.set(xlabel=value, ylabel=_f("adjudication.y"))
+        ax.set_title(_f(f"adjudication.{source}"), fontsize=10)
+        ax.legend(fontsize=7)
+        shown = (100 * shares).round(1).rename(columns=lambda c: f"{c} %")
+        if "kappa_vs_truth" in frame:
+            kappa = frame.groupby(source, sort=False)["kappa_vs_truth"].first().map("{:.2f}".format)
+            shown[T("cells.kappa")] = [T("cells.kappa_truth") if s == "truth" else kappa[s] for s in shown.index]
+        tables.append(captioned(shown.rename_axis(source).reset_index(), T(f"captions.{source}", sim=SIM_PREFIX)))
+    return done(fig), tables[0], tables[1]
 
 
-# ------------------------------------------------------------------------------------------------ re-evaluation
-def _k(run: DetectionRun) -> int:
-    return reevaluation_config(run.config).top_k
+def _users(n: float, largest: int) -> str:
+    return T("cells.none") if np.isnan(n) else f"{n:.0f}" if np.isfinite(n) else T("cells.more_users", n=largest)
 
 
-def reevaluation_text(run: DetectionRun) -> str:
-    """The judged users and pairs behind the re-evaluation study (Markdown)."""
-    gaps = run.reevaluation.gaps
-    a, b = gaps.attrs["recommenders"]
-    return (
-        f"{gaps.attrs['users']} judged users, {gaps.attrs['pairs']:,} distinct (user, item) pairs; every gap is "
-        f"{a} − {b}, with a {{term}}`percentile bootstrap` 95 % CI over users {{cite:p}}`efron1979bootstrap`."
-    )
-
-
-def _users_needed(det: ReevalDetection, metric: str, source: str, largest: int) -> str:
-    row = det.users_needed[(det.users_needed["metric"] == metric) & (det.users_needed["source"] == source)]
-    if row.empty:
-        return "-"
-    n = float(row["users_for_95%"].iloc[0])
-    return f"{n:.0f}" if np.isfinite(n) else f"more than {largest}"
-
-
-def reevaluation_table(run: DetectionRun) -> Styler:
-    """Per judge (the truth, then each noise): both gaps with CIs and the judged users for 95 % correct order."""
-    det, k = run.reevaluation, _k(run)
-    largest = max(run.config.user_sizes)
-    rows = []
-    for key, grp in det.gaps.groupby("source", sort=False):
-        source, by = str(key), grp.set_index("metric")
-        rows.append(
-            {
-                "judge": source if source == "truth" else f"{SIM}, σ = {source.removeprefix('noise ')}",
-                f"Avg.Score@{k} gap [95 % CI]": estimate_cell(
-                    by.loc["avg", "gap"], by.loc["avg", "gap_lo"], by.loc["avg", "gap_hi"]
-                ),
-                f"P_ser@{k} gap [95 % CI]": estimate_cell(
-                    by.loc["p_ser", "gap"], by.loc["p_ser", "gap_lo"], by.loc["p_ser", "gap_hi"]
-                ),
-                "users for 95 % correct order (Avg.Score)": "-"
-                if source == "truth"
-                else _users_needed(det, "avg", source, largest),
-                "users for 95 % correct order (P_ser)": "-"
-                if source == "truth"
-                else _users_needed(det, "p_ser", source, largest),
-            }
-        )
-    a, b = det.gaps.attrs["recommenders"]
-    return captioned(pd.DataFrame(rows), f"The gap {a} − {b} as judge noise grows ({SIM})")
-
-
-def reevaluation_figure(run: DetectionRun) -> Figure:
-    """Avg.Score@k and P_ser@k gaps (with CI) between the two recommenders per judge, against the true gap."""
-    det, k = run.reevaluation, _k(run)
-    a, b = det.gaps.attrs["recommenders"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, metric, label in ((axes[0], "avg", f"Avg.Score@{k} gap"), (axes[1], "p_ser", f"P_ser@{k} gap")):
-        g = det.gaps[det.gaps["metric"] == metric]
-        truth = g[g["source"] == "truth"].iloc[0]
-        noisy = g[g["source"] != "truth"]
-        x = noisy["source"].str.removeprefix("noise ").astype(float)
-        ax.axhspan(truth["gap_lo"], truth["gap_hi"], color="0.85", label="truth's 95 % CI")
-        ax.axhline(truth["gap"], **_TRUTH_STYLE, label="truth (scored by g)")
+def reevaluation(run: detect.DetectionRun) -> tuple[Figure, Figure, Styler]:
+    """The two gaps per judge against the true gap; the share of samples ordering the two RSs as the truth does."""
+    table, order, k = run.reevaluation.table, run.reevaluation.ordering, detect.reevaluation_config(run.config).top_k
+    (a, b), truth, noisy = run.reevaluation.gaps.attrs["recommenders"], table.iloc[0], table.iloc[1:]
+    gaps, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, m in zip(axes, ("avg", "p_ser"), strict=True):
+        ax.axhspan(truth[f"{m}_lo"], truth[f"{m}_hi"], color="0.85", label=_f("gaps.band"))
         ax.axhline(0, color="0.5", lw=0.8)
-        _measured(ax, x, noisy["gap"], noisy["gap_lo"], noisy["gap_hi"], 0, "measured (95 % CI over users)")
-        ax.set(xlabel="score noise σ", ylabel=f"{label} ({a} − {b})")
+        series = [(noisy[m], noisy[f"{m}_lo"], noisy[f"{m}_hi"], _f("gaps.measured"))]
+        _panel(ax, "gaps", noisy["noise"], series, float(truth[m]), label=_f(f"gaps.{m}", k=k), a=a, b=b)
+    gaps.suptitle(_f("gaps.suptitle", a=a, b=b))
+    ordering, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    noises = list(dict.fromkeys(order["noise"]))
+    for ax, m in zip(axes, ("avg", "p_ser"), strict=True):
+        for j, s in enumerate(noises):
+            g = order[(order["metric"] == m) & (order["noise"] == s)]
+            ax.plot(g["users"], g["correct_order"], MARKERS[j % len(MARKERS)] + "-", color=palette(len(noises))[j],
+                    label=_f("ordering.series", sigma=f"{s:g}"))  # fmt: skip
+        ax.axhline(0.95, **TRUTH_STYLE, label=_f("ordering.truth"))
+        _log_ticks(ax, sorted(set(order.loc[order["metric"] == m, "users"])))
+        ax.set(xlabel=_f("ordering.x"), title=_f(f"ordering.{m}", k=k), ylim=(0, 1.02))
         ax.legend(fontsize=8)
-    fig.suptitle(f"The gap between {a} and {b} as judge noise grows ({SIM})")
-    return _done(fig)
+    axes[0].set_ylabel(_f("ordering.y"))
+    ordering.suptitle(_f("ordering.suptitle", a=a, b=b))
+    largest = max(run.config.user_sizes)
+    rows = [
+        [r.source if r.source == "truth" else T("cells.noisy_judge", sim=SIM_PREFIX, sigma=f"{r.noise:g}"),
+         _ci(r.avg, r.avg_lo, r.avg_hi), _ci(r.p_ser, r.p_ser_lo, r.p_ser_hi), _users(r.users_avg, largest),
+         _users(r.users_p_ser, largest)]
+        for r in table.itertuples()
+    ]  # fmt: skip
+    return done(gaps), done(ordering), _table("reevaluation", rows, k=k, a=a, b=b)
 
 
-def ordering_figure(run: DetectionRun) -> Figure:
-    """Share of samples ordering the two recommenders as the truth does, by judged users, per metric and noise."""
-    det, k = run.reevaluation, _k(run)
-    a, b = det.gaps.attrs["recommenders"]
-    sources = list(dict.fromkeys(det.ordering["source"]))
-    colours = palette(len(sources))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
-    for ax, metric, label in ((axes[0], "avg", f"Avg.Score@{k}"), (axes[1], "p_ser", f"P_ser@{k}")):
-        part = det.ordering[det.ordering["metric"] == metric]
-        for j, src in enumerate(sources):
-            grp = part[part["source"] == src]
-            ax.plot(
-                grp["users"],
-                grp["correct_order"],
-                MARKERS[j % len(MARKERS)] + "-",
-                color=colours[j],
-                label=f"σ = {src.removeprefix('noise ')}",
-            )
-        ax.axhline(0.95, **_TRUTH_STYLE, label="95 %")
-        _log_ticks(ax, sorted(set(part["users"])))
-        ax.set(xlabel="judged users per sample (log scale)", title=label, ylim=(0, 1.02))
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("share ordering them as the truth does")
-    fig.suptitle(f"Judged users to order {a} and {b} as the truth does ({SIM})")
-    return _done(fig)
+def panels(run: detect.DetectionRun) -> tuple[Figure, Styler]:
+    """One judge against two panels of three: each measure with its CI and the calls each asked."""
+    p = run.panels
+    x = pd.concat([p.assign(label=_f(f"panels.{m}"), value=p[m], low=p[f"{m}_lo"], high=p[f"{m}_hi"]) for m in _PANEL])
+    fig = forest_plot(x, group="condition", xlabel=_f("panels.x"), reference=0.0, reference_label=_f("panels.zero"))
+    fig.axes[0].set_title(_f("panels.title"), fontsize=10)
+    cells = [[r["condition"], *(Estimate.of(r[m], r[f"{m}_lo"], r[f"{m}_hi"]).cell(*d) for m, d in _PANEL.items()),
+              T("cells.calls", calls=f"{r['calls']:,}", x=f"{r['cost_multiple']:.1f}")]
+             for r in p.to_dict("records")]  # fmt: skip
+    return done(fig), _table("panels", cells)
 
 
-# ------------------------------------------------------------------------------------------------ the chapter
-def forest_figure(run: DetectionRun) -> Figure:
+def _panel_takeaways(run: detect.DetectionRun) -> list[str]:
+    p, (one, ind, shared) = run.panels.set_index("condition"), detect.PANEL_CONDITIONS
+    e = {(c, m): Estimate.of(r[m], r[f"{m}_lo"], r[f"{m}_hi"], _f(f"panels.{m}")) for c, r in p.iterrows()
+         for m in _PANEL}  # fmt: skip
+    vs = {k: "overlap" if not apart(x, e[one, k[1]]) else "above" if x.value > e[one, k[1]].value else "below"
+          for k, x in e.items()}  # fmt: skip
+    words = {c: {w: and_join([e[c, m].name for m in ms if vs[c, m] == w]) for w in ("above", "below", "overlap")}
+             for c, ms in ((ind, [*_PANEL][:3]), (shared, [*_PANEL][:2]))}  # fmt: skip
+    cells = [(e[ind, m].name, e[ind, m].cell(*d), e[one, m].cell(*d), d[1]) for m, d in [*_PANEL.items()][:3]]
+    kept = apart(bias := e[shared, "bias"], x := e[ind, "bias"]) and bias.value > x.value and side(bias, 0) == "above"
+    return [T("takeaways.panel_noise", cells=cells, **words[ind]),
+            T("takeaways.panel_bias", offset=f"{run.config.panel_offset:g}", shared=bias.cell(), kept=kept,
+              independent=x.cell(), **words[shared])]  # fmt: skip
+
+
+def forest_figure(run: detect.DetectionRun) -> Figure:
     """The chapter's headline detection rates with their Wilson CIs, each beside the value its error model implies."""
-    adv = run.saer.adversarial.pivot(index="context_neglect", columns="outcome", values=["share", "lo", "hi"])
-    rows = []
-    for c in adv.index:
-        label = f"adversarial detected, c = {c:g}"
-        rows.append(
-            (
-                label,
-                "measured (95 % CI)",
-                adv.loc[c, ("share", "correct")],
-                adv.loc[c, ("lo", "correct")],
-                adv.loc[c, ("hi", "correct")],
-            )
-        )
-        rows.append((label, "truth (error model)", adv.loc[c, ("share", "expected correct")], np.nan, np.nan))
-    for r in run.saer.consistency.itertuples():
-        label = f"swap consistency, b = {r.bias:g}"
-        rows.append((label, "measured (95 % CI)", r.consistency, r.lo, r.hi))
-        rows.append((label, "truth (error model)", r.expected, np.nan, np.nan))
+    rates = [(_f("forest.adversarial", c=f"{r.Index:g}"), r.correct, r.lo, r.hi, r.expected)
+             for r in run.saer.detection.itertuples()]  # fmt: skip
+    rates += [(_f("forest.swap", b=f"{r.bias:g}"), r.consistency, r.lo, r.hi, r.expected)
+              for r in run.saer.consistency.itertuples()]  # fmt: skip
+    rows = [row for label, v, lo, hi, t in rates for row in
+            ((label, _f("forest.measured"), v, lo, hi), (label, _f("forest.truth"), t, None, None))]  # fmt: skip
     frame = pd.DataFrame(rows, columns=["label", "series", "value", "low", "high"])
     frame[["value", "low", "high"]] = 100 * frame[["value", "low", "high"]].astype(float)
-    fig = forest_plot(frame, group="series", xlabel="% of pairs (95 % CI)", width=8.0)
-    fig.axes[0].set_title(f"What SAER's safeguards detect ({SIM})", fontsize=10)
-    fig.tight_layout()
-    return fig
+    fig = forest_plot(frame, group="series", xlabel=_f("forest.x"), width=8.0)
+    fig.axes[0].set_title(_f("forest.title"), fontsize=10)
+    return done(fig)
 
 
-def _gap_takeaway(run: DetectionRun) -> str:
-    """The true Avg.Score gap, the noise levels whose CI cannot order the two recommenders or orders them wrongly."""
-    gaps = run.reevaluation.gaps[run.reevaluation.gaps["metric"] == "avg"].set_index("source")
-    a, b = run.reevaluation.gaps.attrs["recommenders"]
-    truth, noisy = gaps.loc["truth"], gaps.drop(index="truth")
-    sigmas = [str(src).removeprefix("noise ") for src in noisy.index]
-    unresolved, reversed_ = [], []
-    for sigma, r in zip(sigmas, noisy.itertuples(), strict=True):
-        if _ci_holds(0.0, r.gap_lo, r.gap_hi):
-            unresolved.append(sigma)
-        elif np.sign(r.gap) != np.sign(truth["gap"]):
-            reversed_.append(sigma)
-    parts = []
-    if unresolved:
-        parts.append(
-            f"at σ = {', '.join(unresolved)} the measured gap's CI includes 0: there this run cannot order them"
-        )
-    if reversed_:
-        parts.append(
-            f"at σ = {', '.join(reversed_)} the CI excludes 0 on the wrong side: the judge orders them wrongly"
-        )
-    if not parts:
-        parts.append("the measured gap's CI excludes 0 on the truth's side at every noise level tried")
-    widths = (noisy["gap_hi"] - noisy["gap_lo"]).to_numpy()
-    return (
-        f"The true Avg.Score@{_k(run)} gap {a} − {b} is "
-        f"{estimate_cell(truth['gap'], truth['gap_lo'], truth['gap_hi'])}; {'; '.join(parts)}. The measured CI is "
-        f"{widths[0]:.3f} wide at σ = {sigmas[0]} and {widths[-1]:.3f} at σ = {sigmas[-1]}."
-    )
+def _coverage_takeaway(interval: str, grp: pd.DataFrame) -> str:
+    metric, _, method = interval.partition(", ")
+    low = [r for r in grp.itertuples() if _where(r.coverage, r.coverage_lo, r.coverage_hi, 0.95) == "below"]
+    worst = min(low, key=lambda r: r.coverage) if low else None
+    return T("takeaways.coverage", metric=metric, method=method, low=", ".join(str(int(r.n)) for r in low),
+             sizes=", ".join(str(int(n)) for n in grp["n"]), worst_n=worst and int(worst.n),
+             worst=worst and _ci(worst.coverage, worst.coverage_lo, worst.coverage_hi, True))  # fmt: skip
 
 
-def takeaways_items(run: DetectionRun) -> list[str]:
+def _gap_takeaway(run: detect.DetectionRun, k: int) -> str:
+    table, (a, b) = run.reevaluation.table, run.reevaluation.gaps.attrs["recommenders"]
+    truth, noisy = table.iloc[0], table.iloc[1:]
+    sides = {f"{r.noise:g}": _where(r.avg, r.avg_lo, r.avg_hi, 0.0, 1e-9) for r in noisy.itertuples()}
+    wrong = dict(zip(sides, np.sign(noisy["avg"]) != np.sign(truth["avg"]), strict=True))
+    return T("takeaways.gap", k=k, a=a, b=b, truth=_ci(truth["avg"], truth["avg_lo"], truth["avg_hi"]),
+             unresolved=", ".join(s for s, w in sides.items() if w == "contains"),
+             reversed=", ".join(s for s, w in sides.items() if w != "contains" and wrong[s]),
+             sigmas=list(sides), widths=[f"{w:.3f}" for w in noisy["avg_hi"] - noisy["avg_lo"]])  # fmt: skip
+
+
+def takeaways_items(run: detect.DetectionRun) -> list[str]:
     """The chapter's findings from this run, each claiming only what its CI allows."""
-    out = []
-    noise = run.noise
-    held = [_ci_holds(r.expected_mae, r.mae_lo, r.mae_hi) for r in noise.itertuples()]
-    missed = [f"σ = {r.noise:g}" for r, ok in zip(noise.itertuples(), held, strict=True) if not ok]
-    out.append(
-        f"The measured {{term}}`MAE`'s 95 % CI holds the MAE the error model implies at {sum(held)} of {len(held)} "
-        "noise levels" + (f"; it misses at {', '.join(missed)}." if missed else ".")
-    )
-    for interval, grp in run.coverage.groupby("interval", sort=False):
-        metric, _, method = str(interval).partition(", ")
-        name = f"{method} CI of the {metric}" if method else f"{metric} CI"
-        low = grp[grp["coverage_hi"] < 0.95]
-        if len(low):
-            worst = low.loc[low["coverage"].idxmin()]
-            out.append(
-                f"The {name} covers less than 95 % at n = {', '.join(str(int(n)) for n in low['n'])} judged "
-                f"pairs (coverage CI entirely below 95 %; at n = {int(worst['n'])}: "
-                f"{_pct(worst['coverage'], worst['coverage_lo'], worst['coverage_hi'])} %): read small samples' "
-                "intervals as too narrow."
-            )
-        else:
-            out.append(
-                f"The {name} is not shown to cover less than 95 % at any sample size tried "
-                f"({', '.join(str(int(n)) for n in grp['n'])} pairs)."
-            )
-    sep = run.separation
-    enough = "fewer than" if sep.n80_statsmodels < PAPER_PAIRS else "more than"
-    out.append(
-        f"Telling templates with the paper's CoT and LtM MAEs apart with 80 % power takes about "
-        f"{sep.n80_statsmodels:,.0f} judged pairs (statsmodels, d = {sep.effect_size:.2f}), {enough} the paper's "
-        f"{PAPER_PAIRS:,}."
-    )
-    _, true_q = _arena_truth(run.arena)
-    worst_b = float(run.arena["bias"].max())
-    at = run.arena[run.arena["bias"] == worst_b].set_index("protocol")["Q"]
-    single, adj = float(at["single order (paper)"]), float(at["both orders, adjudicated"])
-    out.append(
-        f"At position bias {worst_b:g} the paper's single-order {{term}}`Q` reads {_q_with_error(single, true_q)} "
-        f"against a true {estimate_cell(true_q)}; adjudicated over both orders it reads {_q_with_error(adj, true_q)}. "
-        "These Q values have no CI here: they are one panel's, judged once."
-    )
-    adv = run.saer.adversarial
-    correct = adv[adv["outcome"] == "correct"].set_index("context_neglect")
-    expected = adv[adv["outcome"] == "expected correct"].set_index("context_neglect")["share"]
-    inside = sum(_ci_holds(expected[c], r.lo, r.hi) for c, r in correct.iterrows())
-    first, last = correct.iloc[0], correct.iloc[-1]
-    out.append(
-        f"Adversarial detection goes from {_pct(first['share'], first['lo'], first['hi'])} % at context neglect "
-        f"{correct.index[0]:g} to {_pct(last['share'], last['lo'], last['hi'])} % at {correct.index[-1]:g}; the "
-        f"Wilson CI holds the expected 1 − c at {inside} of {len(correct)} levels."
-    )
-    cons = run.saer.consistency
-    biased = cons[cons["bias"] > 0]
-    detected = biased[biased["hi"] < 1.0]
-    if len(detected):
-        r = detected.iloc[0]
-        out.append(
-            f"The smallest position bias the swap test detects in this run is b = {r['bias']:g}: swap consistency "
-            f"{_pct(r['consistency'], r['lo'], r['hi'])} %, a CI that stays below the 100 % of an unbiased judge."
-        )
-    elif len(biased):
-        r = biased.iloc[-1]
-        out.append(
-            f"Even at b = {r['bias']:g} swap consistency is {_pct(r['consistency'], r['lo'], r['hi'])} %, a CI that "
-            "reaches 100 %: this run cannot tell the biased judge from an unbiased one."
-        )
-    out.append(_gap_takeaway(run))
-    return out
+    noise_, sep, a, det, cons = run.noise, run.separation, run.arena, run.saer.detection, run.saer.consistency
+    worst = a[a["bias"] == a["bias"].max()].set_index("protocol")
+    biased = [r for r in cons.itertuples() if r.bias > 0]
+    detected = [r for r in biased if _where(r.consistency, r.lo, r.hi, 1.0) == "below"]
+    swap = detected[:1] or biased[-1:]
+    return [
+        T("takeaways.mae", held=int(noise_["implied_in_ci"].sum()), levels=len(noise_),
+          missed=", ".join(T("takeaways.sigma", s=f"{s:g}") for s in noise_.loc[~noise_["implied_in_ci"], "noise"])),
+        *(_coverage_takeaway(str(i), grp) for i, grp in run.coverage.groupby("interval", sort=False)),
+        T("takeaways.power", n80=f"{sep.n80_statsmodels:,.0f}", d=f"{sep.effect_size:.2f}",
+          paper=f"{detect.PAPER_PAIRS:,}", fewer=sep.n80_statsmodels < detect.PAPER_PAIRS),
+        T("takeaways.arena", b=f"{a['bias'].max():g}", truth=_ci(a.attrs["true_q"]),
+          single=_q(worst.loc[detect.ARENA_PROTOCOLS[0]]), adjudicated=_q(worst.loc[detect.ARENA_PROTOCOLS[1]])),
+        T("takeaways.adversarial", held=int(det["held"].sum()), levels=len(det), c=[f"{c:g}" for c in det.index],
+          shares=[_ci(r.correct, r.lo, r.hi, True) for r in det.itertuples()]),
+        *(T("takeaways.swap", detected=bool(detected), b=f"{r.bias:g}", share=_ci(r.consistency, r.lo, r.hi, True))
+          for r in swap),
+        _gap_takeaway(run, detect.reevaluation_config(run.config).top_k),
+        *_panel_takeaways(run),
+    ]  # fmt: skip

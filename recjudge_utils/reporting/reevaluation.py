@@ -1,9 +1,6 @@
-"""What chapter 2 shows about a re-evaluation run: the split in words, tuning, Table 3 beside the paper (an accuracy
-and a serendipity table, each with its forest plot), the accuracy vs serendipity figure, the paper's observations
-checked on this run's numbers (CIs taken into account) and the chapter's takeaways.
-
-Tables are for people (headers in words, an estimate and its CI in one cell, no index); sentences are MyST
-Markdown the notebook displays. The machine-readable numbers stay in ``ReevaluationRun.results()``."""
+"""What chapter 2 shows about a re-evaluation run: the split, tuning, Table 3's two halves beside the paper with their
+figures, accuracy against serendipity, the paper's observations checked and the takeaways. The words are
+``text/reevaluation.yaml``; every number comes from :mod:`recjudge_utils.experiments.reevaluation`."""
 
 from __future__ import annotations
 
@@ -17,55 +14,38 @@ from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
 from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.experiments import reevaluation as ex
 from recjudge_utils.experiments.reevaluation import SERENDIPITY_METRICS, ReevaluationRun
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
-from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE, spearman_ci
+from recjudge_utils.judge.records import AnswerHealth
+from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE, Correlation
 from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.recommenders import DISPLAY_NAMES
-from recjudge_utils.reporting.answer_health import NO_PARSED, AnswerHealth, unanswerable_warning
-from recjudge_utils.reporting.callouts import Callout, stand_in_note
-from recjudge_utils.reporting.display import SMALL_MODEL_MARKERS, captioned, error_bars, estimate_cell
-from recjudge_utils.reporting.figures import MARKERS, palette
-from recjudge_utils.reporting.paper import paper_table
+from recjudge_utils.reporting.answer_health import NO_PARSED, health_sentence, unanswerable_warning
+from recjudge_utils.reporting.callouts import Callout, small_model, stand_in_note
+from recjudge_utils.reporting.claims import Estimate, Leader, leader, plural
+from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
+from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "ACCURACY",
-    "PAPER_AVG_RANGE",
-    "PAPER_DATASET",
-    "SERENDIPITY",
-    "accuracy_serendipity_figure",
-    "checks_markdown",
-    "data_note",
-    "examples_note",
-    "judgment_text",
-    "observations",
-    "paper_dataset",
-    "paper_table3",
-    "random_test_lines",
-    "random_tests",
-    "spearman_ci",
-    "split_text",
-    "table2",
-    "table3",
-    "table3_figure",
-    "table3_frame",
-    "takeaways_items",
-    "tuning_table",
-    "uaum_lines",
-    "unparsed_judgments",
-]
+    "ACCURACY", "SERENDIPITY", "accuracy_serendipity_figure", "checks_markdown", "data_note", "examples_note",
+    "health_notes", "judgment_text", "observations", "paper_table3", "random_test_lines", "random_tests", "split_text",
+    "table2", "table3", "table3_figure", "table3_frame", "takeaways_items", "tuning_table", "uaum_lines",
+    "unparsed_judgments", "users_sentence",
+]  # fmt: skip
 
-PAPER_DATASET = {"ml-1m": "ML-1M", "goodreads": "Goodreads", "amazon-beauty": "Beauty"}
+T = chapter_text("reevaluation")
+_PAPER_DATASET = {"ml-1m": "ML-1M", "goodreads": "Goodreads", "amazon-beauty": "Beauty"}
 #: Table 3's two halves, each narrow enough for the text column
 ACCURACY: tuple[str, ...] = ("p_acc", "n_acc")
 SERENDIPITY: tuple[str, ...] = ("p_ser", "n_ser", "avg")
-#: how the paper's judge is named beside its numbers
-PAPER_JUDGE = "judge GPT-4o-mini with the CoT prompt, three-fold averages, 100 TPE trials per RS per fold"
 
 
-def paper_dataset(dataset: str) -> str:
+def _paper_dataset(dataset: str) -> str:
     """The paper's dataset nearest to ours: the same one, or ML-1M (MovieLens) for any other."""
-    return PAPER_DATASET.get(dataset, "ML-1M")
+    return _PAPER_DATASET.get(dataset, "ML-1M")
 
 
 def paper_table3(dataset: str | None = None) -> pd.DataFrame:
@@ -74,250 +54,188 @@ def paper_table3(dataset: str | None = None) -> pd.DataFrame:
     return table if dataset is None else table.loc[table["dataset"] == dataset].reset_index(drop=True)
 
 
-def _label(metric: str, top_k: int) -> str:
-    """``Precision_ser@20``: the metric's label at this run's list length."""
-    return METRIC_LABELS[metric].removesuffix("@k") + f"@{top_k}"
+def _label(metric: str, top_k: int, unit: bool = False) -> str:
+    """``Precision_ser@20`` (with ``unit``: `` (%)`` except for Avg.Score) at this run's list length."""
+    return METRIC_LABELS[metric].removesuffix("@k") + f"@{top_k}" + (" (%)" if unit and metric != "avg" else "")
 
 
 def _name(rs: object) -> str:
     return DISPLAY_NAMES.get(str(rs), str(rs))
 
 
-def _spaced(styler: Styler) -> Styler:
-    """Room between the columns, so that an interval's bracket never touches the next column's number."""
-    return styler.set_table_styles(
-        [{"selector": "th", "props": "padding: 0.2em 0.8em;"}, {"selector": "td", "props": "padding: 0.2em 0.8em;"}],
-        overwrite=False,
-    )
+def _estimate(row: pd.Series, m: str) -> Estimate:
+    return Estimate.of(row[m], row[f"{m}_lo"], row[f"{m}_hi"], _name(row["rs"]))
 
 
+def _users(summary: pd.DataFrame, m: str) -> int:
+    """The fewest users any RS's value of ``m`` rests on (judged users for the serendipity metrics)."""
+    return int(summary["users_judged" if m in SERENDIPITY_METRICS else "users_acc"].min())
+
+
+def _lead(summary: pd.DataFrame, m: str) -> tuple[Leader | None, str]:
+    """The leader on ``m`` and what the CIs allow: none, alone, no_ci, clear, one (overlaps one) or many."""
+    lead = leader([_estimate(r, m) for _, r in summary.iterrows()])
+    if lead is None or lead.alone or lead.overlapping is None or lead.clear:
+        state = "none" if lead is None else "alone" if lead.alone else "no_ci" if lead.overlapping is None else "clear"
+        return lead, state
+    return lead, "one" if len(lead.overlapping) == 1 else "many"
+
+
+# ----------------------------------------------------------------------------------------------- data and split
 def data_note(dataset: str, dataset_label: str) -> Callout | None:
     """The stand-in note when the re-evaluated data is none of the paper's three datasets (None when it is one)."""
-    if dataset in PAPER_DATASET:
+    if dataset in _PAPER_DATASET:
         return None
-    nearest = paper_dataset(dataset)
-    return stand_in_note(
-        dataset_label,
-        f"the paper's {nearest} {{cite:p}}`tokutake2025serendipity`",
-        f"The paper column of Table 3 and the reference markers of the figures are the paper's {nearest} values.",
-    )
+    nearest = _paper_dataset(dataset)
+    return stand_in_note(dataset_label, T("notes.data_paper", nearest=nearest), T("notes.data_detail", nearest=nearest))
 
 
 def examples_note(examples: SerendipityPairs) -> Callout | None:
     """The stand-in note when the judge's few-shot examples come from a stand-in of Serendipity-2018 (else None)."""
     if examples.is_real:
         return None
-    return stand_in_note(
-        examples.display_label,
-        "the Serendipity-2018 pairs {cite:p}`kotkov2018serendipity` the paper draws its few-shot examples from",
-        "Only the judge's ten examples come from it; the recommenders are trained and judged on the data above.",
-    )
+    return stand_in_note(examples.display_label, T("notes.examples_paper"), T("notes.examples_detail"))
 
 
 def table2(ours: pd.DataFrame) -> Styler:
     """Dataset statistics (ours, from ``dataset_statistics``) beside the paper's Table 2, one row per dataset."""
     paper_t2 = paper_table("serendipity_table2").assign(source="paper")
     frame = pd.concat([ours.assign(source="this run"), paper_t2], ignore_index=True)
-    frame = frame.rename(
-        columns={
-            "source": "Source",
-            "dataset": "Dataset",
-            "users": "Users",
-            "items": "Items",
-            "interactions": "Positive interactions",
-            "categories": "Categories",
-        }
-    )[["Source", "Dataset", "Users", "Items", "Positive interactions", "Categories"]]
-    return _spaced(
-        captioned(frame, "Table 2. Dataset statistics after keeping ratings of 4 or more: this run and the paper")
-    )
-
-
-def _day(ts: int) -> str:
-    return pd.to_datetime(ts, unit="s").date().isoformat()
+    heads: dict[str, str] = T.raw("columns.table2")
+    return captioned(frame.rename(columns=heads)[list(heads.values())], T("captions.table2"), spaced=True)
 
 
 def split_text(run: ReevaluationRun) -> str:
     """The temporal split of every fold in words (sizes, periods, what the unseen-entity rules removed)."""
     paragraphs = []
     for f in run.folds:
-        rep, span = f.report, f.time_range
-        judged = len(f.judged_users)
-        who = (
-            f" (user{'s' if judged > 1 else ''} {', '.join(str(int(u)) for u in f.judged_users)})"
-            if 0 < judged <= 10
-            else ""
-        )
-        paragraphs.append(
-            f"**Fold {f.fold}** trains on {len(f.train):,} positives of {f.train['user'].nunique():,} users "
-            f"from {_day(span[0])} to {_day(span[1])}, tunes on the next slice ({len(f.valid):,} positives) "
-            f"and tests on the one after it, {_day(span[2])} to {_day(span[3])}. Of its {rep.rows:,} test positives, "
-            f"{rep.rows_unseen_user:,} belong to {rep.users_unseen:,} users with no training history and "
-            f"{rep.rows_unseen_item_only:,} more to items never seen in training; both are dropped, which leaves "
-            f"{len(f.test):,} test positives of {len(f.eval_users):,} evaluation users, {judged:,} of them "
-            f"judged{who}."
-        )
+        n, users = len(f.judged_users), ", ".join(str(int(u)) for u in f.judged_users)
+        who = f" (user{'s' if n > 1 else ''} {users})" if 0 < n <= 10 else ""
+        days = [pd.to_datetime(ts, unit="s").date().isoformat() for ts in f.time_range]
+        paragraphs.append(T("split.fold", f=f, train_users=f.train["user"].nunique(), days=days, who=who))
     return "\n\n".join(paragraphs)
 
 
 def _params_text(params: dict[str, object]) -> str:
-    if not params:
-        return "defaults"
-    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items()) or "defaults"
 
 
 def tuning_table(run: ReevaluationRun) -> pd.DataFrame:
-    """One row per fold and RS: TPE trials (the study's target, and those run by this run: 0 when the model was
-    loaded or tuning workers completed the study), best validation Recall@10, seconds, chosen hyperparameters."""
-    rows = []
-    for f, fitted in zip(run.folds, run.fitted, strict=True):
-        for name, fit in fitted.items():
-            if fit.tuning is None:
-                continue
-            rows.append(
-                {
-                    "Fold": f.fold,
-                    "Recommender": _name(name),
-                    "TPE trials": fit.tuning.n_trials,
-                    "Run here": 0 if fit.loaded else fit.tuning.trials_run,
-                    "Loaded": fit.loaded,
-                    "Validation Recall@10": fit.tuning.value,
-                    "Seconds": f"{fit.tuning.seconds + fit.tuning.refit_seconds:.1f}",
-                    "Chosen hyperparameters": _params_text(fit.tuning.params),
-                }
-            )
+    """One row per fold and RS: TPE trials (the target, and those run here: 0 when loaded or completed by tuning
+    workers), best validation Recall@10, seconds, chosen hyperparameters."""
+    rows = [
+        {"Fold": f.fold, "Recommender": _name(name), "TPE trials": t.n_trials, "Run here": 0 if fit.loaded else
+         t.trials_run, "Loaded": fit.loaded, "Validation Recall@10": t.value, "Seconds":
+         f"{t.seconds + t.refit_seconds:.1f}", "Chosen hyperparameters": _params_text(t.params)}
+        for f, fitted in zip(run.folds, run.fitted, strict=True)
+        for name, fit in fitted.items()
+        if (t := fit.tuning) is not None
+    ]  # fmt: skip
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------------------------- the judge
 def judgment_text(run: ReevaluationRun) -> str:
     """How many list slots and distinct pairs were judged, how many answers parsed, and the scores given."""
     n_slots = int(run.per_user["judged"].sum()) * run.config.top_k
     n_pairs = len(run.judgments)
     if not n_pairs:
-        return "No list was judged in this run (no judged user)."
+        return T("judgments.none")
     bad = int((run.judgments["status"] != "parsed").sum())
-    scores = pd.to_numeric(run.judgments["score"], errors="coerce").dropna().astype(int)
-    counts = scores.value_counts().reindex(range(1, 6), fill_value=0)
-    given = ", ".join(f"{level}: {n:,}" for level, n in counts.items())
-    return (
-        f"The judged users' lists hold {n_slots:,} slots; {n_pairs:,} distinct (user, item) pairs were judged, "
-        f"{n_slots - n_pairs:,} judgments fewer because a pair several recommenders recommend is judged once. "
-        f"{n_pairs - bad:,} answers parsed and {bad:,} did not ({{term}}`unparseable answers <unparseable answer>`: "
-        f"shown below, never imputed). Scores given, by level: {given}."
-    )
+    given = ", ".join(f"{lv}: {n:,}" for lv, n in ex.score_counts(run.judgments).levels.items())
+    return T("judgments.counts", slots=n_slots, pairs=n_pairs, bad=bad, given=given)
 
 
 def unparsed_judgments(run: ReevaluationRun, n: int = 10) -> Styler | None:
     """The first ``n`` judgments that were not parsed, with the judge's raw answer (None when every answer parsed)."""
-    if not len(run.judgments):
+    all_bad = run.judgments[run.judgments["status"] != "parsed"] if len(run.judgments) else run.judgments
+    if all_bad.empty:
         return None
-    bad = run.judgments[run.judgments["status"] != "parsed"].head(n)
-    if bad.empty:
-        return None
-    frame = pd.DataFrame(
-        {
-            "Fold": bad["fold"],
-            "User": bad["user"],
-            "Item": bad["item"],
-            "Why it did not parse": bad.get("reason", pd.Series("", index=bad.index)).fillna("").str.slice(0, 120),
-            "The judge's answer": bad.get("raw_text", pd.Series("", index=bad.index)).fillna("").str.slice(0, 200),
-        }
-    )
-    title = f"Unparsed answers (the first {len(frame)} of {int((run.judgments['status'] != 'parsed').sum())})"
-    return _spaced(captioned(frame, title).format(escape="html", na_rep="-"))
+    bad, empty = all_bad.head(n), pd.Series("", index=all_bad.head(n).index)
+    frame = pd.DataFrame({"Fold": bad["fold"], "User": bad["user"], "Item": bad["item"],
+                          "Why it did not parse": bad.get("reason", empty).fillna("").str.slice(0, 120),
+                          "The judge's answer": bad.get("raw_text", empty).fillna("").str.slice(0, 200)})  # fmt: skip
+    return captioned(frame, T("captions.unparsed", shown=len(frame), total=len(all_bad)), spaced=True, escape=True)
 
 
+def health_notes(run: ReevaluationRun) -> list[Callout]:
+    """The warning when no answer was usable (the accuracy half stands, the serendipity half cannot be computed)."""
+    health = AnswerHealth.of_frames(run.judgments)
+    return [unanswerable_warning(T("notes.health_question"), health)] if health.n and health.nothing_usable else []
+
+
+# ----------------------------------------------------------------------------------------------- Table 3
 def _paper_cell(value: float, metric: str) -> str:
-    """A paper's Table 3 number as printed there: three significant digits (trailing zeros kept), Avg.Score three
-    decimals."""
+    """A paper's Table 3 number as printed: three significant digits (zeros kept), Avg.Score three decimals."""
     return f"{value:.3f}" if metric == "avg" else f"{value:#.3g}"
 
 
 def table3_frame(
     summary: pd.DataFrame, metrics: Sequence[str], paper_dataset: str = "ML-1M", top_k: int = 20
 ) -> pd.DataFrame:
-    """Table 3's ``metrics`` for this run (estimate [95 % CI], ``estimate_cell``) beside the paper's value of the same
-    RS (``-`` where the paper has no such RS): columns (metric, ``this run`` | ``paper``), one row per RS."""
+    """Table 3's ``metrics``, this run (estimate [95 % CI]) beside the paper (``-``: no such RS), one row per RS."""
     paper = paper_table3(paper_dataset).set_index("rs")
     columns: dict[tuple[str, str], list[str]] = {("Recommender", ""): [_name(r) for r in summary["rs"]]}
     for m in metrics:
-        head = _label(m, top_k) + ("" if m == "avg" else " (%)")
+        head = _label(m, top_k, unit=True)
         columns[(head, "this run")] = [
             NO_PARSED
             if m in SERENDIPITY_METRICS and pd.isna(r[m]) and r["users_judged"]
-            else estimate_cell(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits=2)
+            else _estimate(r, m).cell(digits=2)
             for _, r in summary.iterrows()
         ]
         columns[(head, f"paper ({paper_dataset})")] = [
             _paper_cell(paper.loc[_name(r), m], m) if _name(r) in paper.index else "-" for r in summary["rs"]
-        ]
+        ]  # fmt: skip
     if any(m in SERENDIPITY_METRICS for m in metrics):
         columns[("Unparsed answers", "")] = [f"{int(n):,}" for n in summary["unparsed"]]
     return pd.DataFrame(columns)
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def users_sentence(run: ReevaluationRun) -> str:
+    """How many user-lists per recommender Table 3's accuracy and serendipity columns rest on."""
+    return T("users", acc=int(run.summary["users_acc"].min()), judged=int(run.summary["users_judged"].min()))
 
 
 def table3(run: ReevaluationRun, dataset: str, metrics: Sequence[str]) -> Styler:
-    """One half of Table 3 (``ACCURACY`` or ``SERENDIPITY``) beside the paper's rows for the nearest dataset, with a
-    caption saying over how many users (and, for serendipity, which judge), and what a cell without brackets means."""
+    """One half of Table 3 (``ACCURACY`` or ``SERENDIPITY``) beside the paper's rows for the nearest dataset."""
     k, cfg, s = run.config.top_k, run.config, run.summary
-    nearest = paper_dataset(dataset)
     serendipity = any(m in SERENDIPITY_METRICS for m in metrics)
     users = int(s["users_judged" if serendipity else "users_acc"].min()) if len(s) else 0
-    setup = f"{run.data_label}, {_plural(cfg.folds, 'fold')}, {_plural(cfg.n_trials, 'TPE trial')}"
-    if serendipity:
-        head = f"Table 3b. Serendipity@{k} of each recommender as judge {run.judge_name} scores it"
-        setup += f", {_plural(users, 'judged user-list')}"
-    else:
-        head = f"Table 3a. Accuracy@{k} of each recommender"
-        setup += f", {_plural(users, 'evaluation user-list')}"
-    caption = (
-        f"{head}: this run ({setup}) beside the paper's {nearest} rows ({PAPER_JUDGE}). "
-        "This run: mean over folds [95 % bootstrap CI over users]"
-    )
-    if any(s[f"{m}_lo"].isna().any() and s[m].notna().any() for m in metrics):
-        caption += "; a number without brackets has no CI (a bootstrap over one user has no width)"
-    caption += "; - : the paper has no such recommender."
-    return _spaced(captioned(table3_frame(s, metrics, nearest, k), caption))
+    setup = f"{run.data_label}, {plural(cfg.folds, 'fold')}, {plural(cfg.n_trials, 'TPE trial')}, "
+    setup += plural(users, "judged user-list" if serendipity else "evaluation user-list")
+    head = T("captions.table3b_head", k=k, judge=run.judge_name) if serendipity else T("captions.table3a_head", k=k)
+    no_ci = any(s[f"{m}_lo"].isna().any() and s[m].notna().any() for m in metrics)
+    caption = T("captions.table3", head=head, setup=setup, nearest=_paper_dataset(dataset),
+                paper_judge=T("paper_judge"), no_ci=T("captions.no_ci") if no_ci else "")  # fmt: skip
+    return captioned(table3_frame(s, metrics, _paper_dataset(dataset), k), caption, spaced=True)
 
 
 def table3_figure(run: ReevaluationRun, dataset: str, metrics: Sequence[str]) -> Figure:
-    """A forest plot per metric: each RS's estimate with its 95 % CI (filled circles) and the paper's Table 3 value
-    for the nearest dataset (hollow diamonds, no interval: the paper reports none)."""
-    k = run.config.top_k
-    nearest = paper_dataset(dataset)
+    """A forest plot per metric: each RS with its 95 % CI, and the paper's value (hollow diamonds, no interval)."""
+    k, nearest = run.config.top_k, _paper_dataset(dataset)
     paper = paper_table3(nearest).set_index("rs")
     names = [_name(r) for r in run.summary["rs"]]
     y = np.arange(len(names), dtype=float)
     ours, theirs = palette(2)
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(1.6 + 2.7 * len(metrics), 1.2 + 0.32 * len(names)), sharey=True, squeeze=False
-    )
+    ours_label, paper_label = T("captions.figure_ours"), T("captions.figure_paper", nearest=nearest)
+    size = (1.6 + 2.7 * len(metrics), 1.2 + 0.32 * len(names))
+    fig, axes = plt.subplots(1, len(metrics), figsize=size, sharey=True, squeeze=False)
     for ax, m in zip(axes[0], metrics, strict=True):
-        s = run.summary
-        value = s[m].astype(float)
-        ax.errorbar(
-            value, y - 0.12, xerr=error_bars(value, s[f"{m}_lo"], s[f"{m}_hi"]), fmt=MARKERS[0], color=ours,
-            capsize=3, label="this run (95 % CI)",
-        )  # fmt: skip
+        s, value = run.summary, run.summary[m].astype(float)
+        ax.errorbar(value, y - 0.12, xerr=error_bars(value, s[f"{m}_lo"], s[f"{m}_hi"]), fmt=MARKERS[0], color=ours,
+                    capsize=3, label=ours_label)  # fmt: skip
         reference = [float(paper.loc[n, m]) if n in paper.index else np.nan for n in names]
-        ax.plot(
-            reference, y + 0.12, linestyle="none", marker=MARKERS[2], markerfacecolor="none", markeredgecolor=theirs,
-            markeredgewidth=1.5, markersize=7, label=f"paper, {nearest}",
-        )  # fmt: skip
-        ax.set_xlabel(_label(m, k) + ("" if m == "avg" else " (%)"))
+        ax.plot(reference, y + 0.12, linestyle="none", marker=MARKERS[2], markerfacecolor="none",
+                markeredgecolor=theirs, markeredgewidth=1.5, markersize=7, label=paper_label)  # fmt: skip
+        ax.set_xlabel(_label(m, k, unit=True))
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(y, names)
     axes[0][0].invert_yaxis()
     by_label = dict(zip(*reversed(axes[0][0].get_legend_handles_labels()), strict=True))
-    order = ["this run (95 % CI)", f"paper, {nearest}"]
+    order = [ours_label, paper_label]
     fig.legend([by_label[x] for x in order], order, loc="upper center", ncol=2, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
-    plt.close(fig)
-    return fig
+    return done(fig, rect=(0, 0, 1, 0.92))
 
 
 def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
@@ -328,180 +246,83 @@ def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
     markers = [MARKERS[i % len(MARKERS)] for i in range(n)]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, (x, y) in zip(axes, [("p_acc", "p_ser"), ("n_acc", "n_ser")], strict=True):
-        ax.errorbar(
-            plot[x],
-            plot[y],
-            xerr=error_bars(plot[x], plot[f"{x}_lo"], plot[f"{x}_hi"]),
-            yerr=error_bars(plot[y], plot[f"{y}_lo"], plot[f"{y}_hi"]),
-            fmt="none",
-            ecolor="grey",
-            alpha=0.4,
-        )
-        sns.scatterplot(
-            data=plot, x=x, y=y, hue="RS", style="RS", markers=markers, palette=palette(n), s=80, ax=ax,
-            legend=(ax is axes[1]),
-        )  # fmt: skip
+        ax.errorbar(plot[x], plot[y], xerr=error_bars(plot[x], plot[f"{x}_lo"], plot[f"{x}_hi"]),
+                    yerr=error_bars(plot[y], plot[f"{y}_lo"], plot[f"{y}_hi"]), fmt="none", ecolor="grey",
+                    alpha=0.4)  # fmt: skip
+        sns.scatterplot(data=plot, x=x, y=y, hue="RS", style="RS", markers=markers, palette=palette(n), s=80, ax=ax,
+                        legend=(ax is axes[1]))  # fmt: skip
         for _, r in plot.iterrows():
             ax.annotate(r["RS"], (r[x], r[y]), fontsize=8, xytext=(4, 3), textcoords="offset points")
-        ax.set_xlabel(_label(x, top_k) + " (%)")
-        ax.set_ylabel(_label(y, top_k) + " (%)")
+        ax.set(xlabel=_label(x, top_k, unit=True), ylabel=_label(y, top_k, unit=True))
     if axes[1].get_legend():
         sns.move_legend(axes[1], "upper left", bbox_to_anchor=(1, 1), title=None, fontsize=8)
-    fig.suptitle(f"{run.data_label}; judge {run.judge_name} ({run.config.template})", fontsize=9)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    fig.suptitle(T("captions.figure_title", data=run.data_label, judge=run.judge_name, template=run.config.template),
+                 fontsize=9)  # fmt: skip
+    return done(fig)
 
 
-#: every Avg.Score@20 of the paper's Table 3 (each RS and dataset) lies in 2.131-2.387: this range, rounded
-PAPER_AVG_RANGE = (2.1, 2.4)
-
-
-def _has_ci(row: pd.Series, m: str) -> bool:
-    return bool(pd.notna(row[f"{m}_lo"]) and pd.notna(row[f"{m}_hi"]))
-
-
-def _users(summary: pd.DataFrame, m: str) -> int:
-    """The fewest users any RS's value of ``m`` rests on (judged users for the serendipity metrics)."""
-    return int(summary["users_judged" if m in SERENDIPITY_METRICS else "users_acc"].min())
-
-
-def _overlapping(summary: pd.DataFrame, m: str) -> tuple[pd.Series | None, list[str] | None]:
-    """The best RS on ``m`` and the RSs whose CI reaches its lower bound (None: no CI to compare, or no RS)."""
-    ranked = summary.dropna(subset=[m]).sort_values(m, ascending=False)
-    if ranked.empty:
-        return None, None
-    top, others = ranked.iloc[0], ranked.iloc[1:]
-    if others.empty or not _has_ci(top, m) or not all(_has_ci(r, m) for _, r in others.iterrows()):
-        return top, None
-    return top, [_name(r["rs"]) for _, r in others.iterrows() if r[f"{m}_hi"] >= top[f"{m}_lo"]]
-
-
+# ----------------------------------------------------------------------------------------------- the paper's checks
 def _best(summary: pd.DataFrame, m: str) -> tuple[str, bool, str]:
-    """Best RS on metric m, whether its CI lies above the CI of every other RS, and that verdict in words."""
-    top, overlapping = _overlapping(summary, m)
-    if top is None:
-        why = NO_PARSED if m in SERENDIPITY_METRICS and summary["users_judged"].any() else "no RS has a value"
-        return "none", False, f"({why})"
-    name = _name(top["rs"])
-    if len(summary.dropna(subset=[m])) == 1:
-        return name, False, "(the only RS with a value: nothing to compare)"
-    if overlapping is None:
-        return name, False, f"(no CI with {_users(summary, m)} user(s): whether the win is clear cannot be told)"
-    if not overlapping:
-        return name, True, "(its CI is above every other RS's CI)"
-    return name, False, f"(its CI overlaps that of {', '.join(overlapping)}: not a clear win)"
+    """Best RS on m, whether its CI lies above the CI of every other RS, and that verdict in words."""
+    lead, state = _lead(summary, m)
+    if lead is None:
+        why = NO_PARSED if m in SERENDIPITY_METRICS and summary["users_judged"].any() else T("checks.no_value")
+        return "none", False, T("checks.best_none", why=why)
+    names = ", ".join(e.name for e in lead.overlapping or ())
+    return lead.top.name, state == "clear", T(f"checks.{state}", users=_users(summary, m), names=names)
 
 
-def _avg_range_line(avg: pd.DataFrame) -> str:
-    """How many RSs' Avg.Score lies inside the paper's range: the point estimates (descriptive) and their CIs."""
-    lo_r, hi_r = PAPER_AVG_RANGE
-    n = len(avg)
-    inside = int(avg["avg"].between(lo_r, hi_r).sum())
-    line = (
-        f"Avg.Score ranges {avg['avg'].min():.2f}-{avg['avg'].max():.2f}; {inside} of {n} RSs' point estimates inside "
-        f"the paper's {lo_r}-{hi_r} (a descriptive count over these {n} RSs)"
-    )
-    with_ci = avg.dropna(subset=["avg_lo", "avg_hi"])
-    if with_ci.empty:
-        return line + f"; no RS has a CI (with {int(avg['users_judged'].min())} judged user(s)), so no count by CI"
-    ci_inside = int(((with_ci["avg_lo"] >= lo_r) & (with_ci["avg_hi"] <= hi_r)).sum())
-    ci_outside = int(((with_ci["avg_hi"] < lo_r) | (with_ci["avg_lo"] > hi_r)).sum())
-    return line + (
-        f"; by their 95% CIs: {ci_inside} inside, {ci_outside} outside, {len(with_ci) - ci_inside - ci_outside} "
-        "straddle a bound" + (f", {n - len(with_ci)} without a CI" if len(with_ci) < n else "")
-    )
-
-
-def _spearman_line(ser: pd.DataFrame) -> str:
-    """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one
-    (:func:`~recjudge_utils.metrics.correlation.spearman_ci`, also importable from here)."""
-    rho, lo, hi, n = spearman_ci(ser["p_acc"], ser["p_ser"])
-    head = f"Spearman correlation across the {n} RSs between Precision_acc and Precision_ser"
-    if not np.isfinite(rho):
-        return f"{head}: undefined (one of the two is the same for every RS)"
-    if np.isnan(lo):
-        why = "n < 4" if n < 4 else "|rho| = 1"
-        return f"{head}: {rho:.2f} (descriptive of these {n} RSs; no interval: {why})"
-    return (
-        f"{head}: {rho:.2f}, 95% CI [{lo:.2f}, {hi:.2f}] (Fisher z with variance {SPEARMAN_Z_VARIANCE:g}/(n-3), "
-        f"n = {n} RSs; it treats the RSs as the sample and leaves out the uncertainty of each RS's own means)"
-    )
-
-
-def observations(summary: pd.DataFrame, judgments: pd.DataFrame | None = None) -> list[str]:
-    """Plain-language checks of the paper's observations on this run's numbers (CIs taken into account)."""
-    lines: list[str] = []
-    winners: dict[str, str] = {}
-    clear_win: dict[str, bool] = {}
-    for m in METRICS:
-        best, is_clear, verdict = _best(summary, m)
-        winners[m], clear_win[m] = best, is_clear
-        lines.append(f"best on {METRIC_LABELS[m]}: {best} {verdict}")
-    clear = {m: winners[m] for m in METRICS if clear_win[m]}
+def _winners_line(clear: dict[str, str]) -> str:
+    named = ", ".join(f"{METRIC_LABELS[m]}: {w}" for m, w in clear.items())
     if not clear:
-        lines.append(
-            "no metric separates its best RS from every other RS (overlapping CIs, or no CI): this run cannot test "
-            "the paper's 'no RS is best on every metric'"
-        )
-    elif len(set(clear.values())) > 1:
-        named = ", ".join(f"{METRIC_LABELS[m]}: {w}" for m, w in clear.items())
-        lines.append(
-            f"no single RS is best on every metric: different RSs are clearly best on different metrics ({named}), "
-            "as the paper observes"
-        )
-    elif len(clear) == len(METRICS):
-        lines.append(
-            f"one RS ({next(iter(clear.values()))}) is clearly best on every metric: the paper's "
-            "'no RS is best on every metric' does NOT hold here"
-        )
-    else:
-        named = ", ".join(f"{METRIC_LABELS[m]}: {w}" for m, w in clear.items())
-        lines.append(
-            f"clear winners only on some metrics ({named}); the others are undecided: this run cannot test the "
-            "paper's 'no RS is best on every metric'"
-        )
-    avg = summary.dropna(subset=["avg"])
-    if len(avg):
-        lines.append(_avg_range_line(avg))
-    ser = summary.dropna(subset=["p_ser"])
-    if "random" in set(ser["rs"]) and len(ser) > 1:
-        rnd = ser.loc[ser["rs"] == "random"].iloc[0]
-        if not _has_ci(rnd, "p_ser"):
-            lines.append(
-                f"Random's Precision_ser has no CI (with {int(rnd['users_judged'])} judged user(s)): no RS can be "
-                "placed above it by CIs"
-            )
-        else:
-            above = _above_random(ser)
-            lines.append(
-                "RSs whose Precision_ser CI is above Random's: "
-                + (", ".join(above) if above else "none")
-                + " (if none, the serendipity metric does not separate any RS from random lists on this sample)"
-            )
-    if len(ser) >= 3:
-        lines.append(_spearman_line(ser))
-    if judgments is not None and len(judgments) and "score" in judgments:
-        sc = pd.to_numeric(judgments["score"], errors="coerce")
-        parsed = sc.dropna()
-        if len(parsed):
-            top_share = parsed.value_counts(normalize=True).iloc[0]
-            top_val = parsed.value_counts().index[0]
-            lines.append(
-                f"the judge gave {len(parsed)} parsed scores, {100 * top_share:.0f}% of them equal to {top_val:g}; "
-                f"share of E >= 4: {100 * (parsed >= 4).mean():.0f}%; unparsed: {int(sc.isna().sum())} of {len(sc)}"
-            )
+        return T("checks.no_clear_metric")
+    if len(set(clear.values())) > 1:
+        return T("checks.different_winners", named=named)
+    if len(clear) == len(METRICS):
+        return T("checks.one_winner", name=next(iter(clear.values())))
+    return T("checks.some_winners", named=named)
+
+
+def _avg_range_line(summary: pd.DataFrame) -> str:
+    """How many RSs' Avg.Score lies inside the paper's range: the point estimates (descriptive) and their CIs."""
+    b, avg = ex.avg_band(summary), summary["avg"].dropna()
+    line = T("checks.avg_range", low=f"{avg.min():.2f}", high=f"{avg.max():.2f}", inside=b["points_inside"], n=b["n"],
+             paper_low=ex.PAPER_AVG_RANGE[0], paper_high=ex.PAPER_AVG_RANGE[1])  # fmt: skip
+    if not b["with_ci"]:
+        return line + T("checks.avg_range_no_ci", users=b["users"])
+    without = T("checks.avg_range_without", n=b["n"] - b["with_ci"]) if b["with_ci"] < b["n"] else ""
+    return line + T("checks.avg_range_ci", inside=b["inside"], outside=b["outside"], straddle=b["straddle"],
+                    without=without)  # fmt: skip
+
+
+def _spearman_line(rho: Correlation) -> str:
+    """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one."""
+    head = T("checks.spearman_head", n=rho.n)
+    if not np.isfinite(rho.value):
+        return T("checks.spearman_undefined", head=head)
+    if np.isnan(rho.low):
+        why = "n < 4" if rho.n < 4 else "|rho| = 1"
+        return T("checks.spearman_no_ci", head=head, rho=f"{rho.value:.2f}", n=rho.n, why=why)
+    return T("checks.spearman", head=head, rho=f"{rho.value:.2f}", low=f"{rho.low:.2f}", high=f"{rho.high:.2f}",
+             variance=f"{SPEARMAN_Z_VARIANCE:g}", n=rho.n)  # fmt: skip
+
+
+def observations(
+    summary: pd.DataFrame, judgments: pd.DataFrame | None = None, rho: Correlation | None = None
+) -> list[str]:
+    """The paper's observations checked on these numbers by their CIs (``rho``: the run's P_acc-P_ser Spearman)."""
+    best = {m: _best(summary, m) for m in METRICS}
+    lines = [T("checks.best", metric=METRIC_LABELS[m], best=w, verdict=v) for m, (w, _, v) in best.items()]
+    lines.append(_winners_line({m: w for m, (w, clear, _) in best.items() if clear}))
+    lines += [_avg_range_line(summary)] if summary["avg"].notna().any() else []
+    if (floor := ex.random_floor(summary)) is not None:
+        lines.append(T("checks.random_above", names=", ".join(map(_name, floor.above)) or "none") if floor.has_ci
+                     else T("checks.random_no_ci", users=floor.users))  # fmt: skip
+    lines += [_spearman_line(rho)] if rho is not None and summary["p_ser"].notna().sum() >= 3 else []
+    if judgments is not None and len(judgments) and (c := ex.score_counts(judgments)).n:
+        lines.append(T("checks.scores", n=c.n, top_share=f"{c.top_share:.0f}", top=f"{c.top:g}",
+                       high_share=f"{c.high_share:.0f}", unparsed=c.total - c.n, total=c.total))  # fmt: skip
     return lines
-
-
-def _above_random(ser: pd.DataFrame) -> list[str]:
-    """The RSs whose P_ser CI lies wholly above Random's (Random must have a CI)."""
-    rnd = ser.loc[ser["rs"] == "random"].iloc[0]
-    return [
-        _name(r["rs"])
-        for _, r in ser.iterrows()
-        if r["rs"] != "random" and _has_ci(r, "p_ser") and r["p_ser_lo"] > rnd["p_ser_hi"]
-    ]
 
 
 def random_tests(run: ReevaluationRun) -> pd.DataFrame:
@@ -515,161 +336,87 @@ def random_test_lines(run: ReevaluationRun) -> list[str]:
     tests = random_tests(run)
     if tests.empty:
         if "random" in set(run.summary["rs"]):
-            return [f"paired t-tests against Random on {label}: {NO_PARSED} for Random or the others, nothing to test"]
-        return ["no Random baseline in this run"]
+            return [T("checks.tests_nothing", metric=label, no_parsed=NO_PARSED)]
+        return [T("checks.tests_no_random")]
     tested = tests.dropna(subset=["Holm-adjusted p"])
     if tested.empty:
-        return [f"paired t-tests against Random on {label}: too few judged users (or no variation) to test"]
+        return [T("checks.tests_too_few", metric=label)]
     above = tested[(tested["Holm-adjusted p"] < 0.05) & (tested["mean difference"] > 0)]["rs"].tolist()
-    users = int(tested["users"].max())
-    return [
-        f"paired t-tests against Random on {label} over {users} judged users, "
-        f"Holm-adjusted for {len(tested)} comparisons: "
-        + (", ".join(above) + " above Random at 5%" if above else "no RS above Random at 5%")
-    ]
+    verdict = T("checks.tests_above", names=", ".join(above)) if above else T("checks.tests_none_above")
+    return [T("checks.tests", metric=label, users=int(tested["users"].max()), n=len(tested), verdict=verdict)]
 
 
 def uaum_lines(run: ReevaluationRun) -> list[str]:
-    """Whether the tuned UAUM degenerated to plain SVD (its top-10 lists nearly those of the same model without
-    the unexpectedness term), per fold."""
-    lines = []
-    for f, fitted in zip(run.folds, run.fitted, strict=True):
-        fit = fitted.get("uaum")
-        if fit is None or not hasattr(fit.model, "svd_overlap"):
-            continue
-        overlap = float(fit.model.svd_overlap(10))
-        params = fit.tuning.params if fit.tuning is not None else {}
-        weight = params.get("lam", getattr(fit.model, "lam", None))
-        shown = f"{weight:.3g}" if isinstance(weight, int | float) else "not set"
-        verdict = "UAUM degenerated to plain SVD" if overlap >= 0.9 else "UAUM did not degenerate to plain SVD"
-        lines.append(
-            f"fold {f.fold}: {verdict} (unexpectedness weight {shown}; top-10 overlap with plain SVD {overlap:.2f})"
-        )
-    return lines
+    """Per fold, whether the tuned UAUM degenerated to plain SVD (nearly the same top-10 lists)."""
+    checks = run.uaum_checks if run.uaum_checks is not None else pd.DataFrame(columns=["fold", "weight", "overlap"])
+    return [
+        T("checks.uaum", fold=r.fold, weight="not set" if np.isnan(r.weight) else f"{r.weight:.3g}",
+          overlap=f"{r.overlap:.2f}", verdict=T("checks.uaum_degenerated" if r.overlap >= 0.9 else "checks.uaum_kept"))
+        for r in checks.itertuples(index=False)
+    ]  # fmt: skip
 
 
 def checks_markdown(run: ReevaluationRun) -> str:
     """The paper's observations checked on this run, the tests against Random and UAUM's check: one bullet each."""
-    lines = observations(run.summary, run.judgments) + random_test_lines(run) + uaum_lines(run)
+    lines = observations(run.summary, run.judgments, run.accuracy_serendipity_rho)
+    lines += random_test_lines(run) + uaum_lines(run)
     return "\n".join(f"- {line[:1].upper()}{line[1:]}." for line in lines)
 
 
+# ----------------------------------------------------------------------------------------------- takeaways
 def _lead_takeaway(summary: pd.DataFrame, m: str, top_k: int) -> str | None:
     """Who leads on ``m`` and whether the CIs let this run rank the leader above the others."""
-    top, overlapping = _overlapping(summary, m)
-    if top is None:
+    lead, state = _lead(summary, m)
+    if lead is None:
         return None
-    unit = "" if m == "avg" else " %"
-    head = (
-        f"{_name(top['rs'])} has the highest {_label(m, top_k)}, "
-        f"{estimate_cell(top[m], top[f'{m}_lo'], top[f'{m}_hi'], digits=2)}{unit}"
-    )
-    if len(summary.dropna(subset=[m])) == 1:
-        return f"{head}, and no other recommender has a value to compare it with."
-    if overlapping is None:
-        n = _users(summary, m)
-        return (
-            f"{head}, but with {n} {'judged ' if m in SERENDIPITY_METRICS else ''}user{'s' if n != 1 else ''} per "
-            "recommender not every value has a CI: this run cannot rank the recommenders on it."
-        )
-    if not overlapping:
-        return f"{head}; its CI lies above every other recommender's, so on this data and judge it leads."
-    if len(overlapping) == 1:
-        return f"{head}, but its CI overlaps {overlapping[0]}'s: this run cannot rank the two."
-    return f"{head}, but its CI overlaps those of {', '.join(overlapping)}: this run cannot rank them."
+    head = T("takeaways.lead_head", name=lead.top.name, metric=_label(m, top_k), cell=lead.top.cell(digits=2),
+             unit="" if m == "avg" else " %")  # fmt: skip
+    n, names = _users(summary, m), [e.name for e in lead.overlapping or ()]
+    return T(f"takeaways.lead_{state}", head=head, users=n, judged="judged " if m in SERENDIPITY_METRICS else "",
+             s="s" if n != 1 else "", names=", ".join(names))  # fmt: skip
 
 
 def _random_takeaway(summary: pd.DataFrame, top_k: int) -> str | None:
     """Which recommenders clear the random floor on P_ser, by CIs."""
-    ser = summary.dropna(subset=["p_ser"])
-    if "random" not in set(ser["rs"]) or len(ser) < 2:
-        return None
-    label = _label("p_ser", top_k)
-    rnd = ser.loc[ser["rs"] == "random"].iloc[0]
-    if not _has_ci(rnd, "p_ser"):
-        return f"Random's {label} has no CI here, so no recommender can be shown to be more serendipitous than chance."
-    above = _above_random(ser)
-    if not above:
-        return (
-            f"No recommender's {label} CI lies above Random's: on this sample the judge's serendipity does not "
-            "separate any recommender from random lists."
-        )
-    return (
-        f"{', '.join(above)} clear{'s' if len(above) == 1 else ''} the random floor: "
-        f"{'its' if len(above) == 1 else 'their'} {label} CI lies above Random's."
-    )
+    floor, label = ex.random_floor(summary), _label("p_ser", top_k)
+    if floor is None or not floor.has_ci:
+        return None if floor is None else T("takeaways.random_no_ci", metric=label)
+    if not floor.above:
+        return T("takeaways.random_none", metric=label)
+    one = len(floor.above) == 1
+    return T("takeaways.random_some", names=", ".join(map(_name, floor.above)), verb="clears" if one else "clear",
+             their="its" if one else "their", metric=label)  # fmt: skip
 
 
 def _avg_takeaway(summary: pd.DataFrame, top_k: int) -> str | None:
     """Avg.Score against the paper's 2.1-2.4, by CIs where they exist."""
-    avg = summary.dropna(subset=["avg"])
-    if avg.empty:
+    if not (b := ex.avg_band(summary))["n"]:
         return None
-    lo_r, hi_r = PAPER_AVG_RANGE
-    head = (
-        f"{_label('avg', top_k)} spans {avg['avg'].min():.2f}-{avg['avg'].max():.2f} here; the paper's GPT-4o-mini "
-        f"gives {lo_r}-{hi_r} to every recommender"
-    )
-    with_ci = avg.dropna(subset=["avg_lo", "avg_hi"])
-    if with_ci.empty:
-        return f"{head}. Without CIs this run cannot say whether its judge scores higher or lower than the paper's."
-    outside = int(((with_ci["avg_hi"] < lo_r) | (with_ci["avg_lo"] > hi_r)).sum())
-    return (
-        f"{head}; the CIs of {outside} of {len(with_ci)} recommenders lie wholly outside that range, a difference "
-        "between the judges (or the data) rather than between recommenders."
-        if outside
-        else f"{head}; every CI reaches into that range, so this run does not contradict it."
-    )
+    avg, (low, high) = summary["avg"].dropna(), ex.PAPER_AVG_RANGE
+    head = T("takeaways.avg_head", metric=_label("avg", top_k), low=f"{avg.min():.2f}", high=f"{avg.max():.2f}",
+             paper_low=low, paper_high=high)  # fmt: skip
+    key = "avg_no_ci" if not b["with_ci"] else "avg_outside" if b["outside"] else "avg_inside"
+    return T(f"takeaways.{key}", head=head, outside=b["outside"], n=b["with_ci"])
 
 
 def _judge_takeaway(judge_name: str) -> str | None:
     """What the serendipity columns are worth with a simulated or a very small judge (None for any other)."""
     if judge_name.startswith(SIM_PREFIX):
-        return (
-            "The serendipity columns are the simulated judge's: its scores follow a rule built from each user's later "
-            "ratings and genre distance, so they show the metrics at work, not what an LLM finds serendipitous."
-        )
-    if any(marker in judge_name for marker in SMALL_MODEL_MARKERS):
-        return (
-            f"The serendipity columns come from {judge_name}, which judges close to randomly: they are not evidence "
-            "about the recommenders' serendipity; rerun with a capable judge profile to test the paper."
-        )
-    return None
-
-
-def _health(run: ReevaluationRun) -> AnswerHealth:
-    return AnswerHealth.of_frames(run.judgments)
-
-
-def health_notes(run: ReevaluationRun) -> list[Callout]:
-    """The warning shown when the judge returned no usable answer (nothing otherwise): the accuracy half stands,
-    the serendipity half cannot be computed."""
-    health = _health(run)
-    if not health.n or not health.nothing_usable:
-        return []
-    return [unanswerable_warning("how serendipitous the recommenders are (the accuracy half needs no judge)", health)]
+        return T("takeaways.judge_simulated")
+    return T("takeaways.judge_small", judge=judge_name) if small_model(judge_name) else None
 
 
 def _health_takeaway(run: ReevaluationRun) -> str | None:
-    """What the judge returned, when so little was usable that the serendipity half rests on few answers."""
-    health = _health(run)
-    if not health.flagged:
-        return None
-    if health.nothing_usable:
-        return f"No serendipity number could be computed: {health.sentence()}"
-    return f"The serendipity half rests on the answers that could be read: {health.sentence()}"
+    """What the judge returned, when more than a fifth of it was unusable."""
+    health = AnswerHealth.of_frames(run.judgments)
+    key = "takeaways.health_none" if health.nothing_usable else "takeaways.health_some"
+    return T(key, sentence=health_sentence(health)) if health.flagged else None
 
 
 def takeaways_items(run: ReevaluationRun) -> list[str]:
-    """The chapter's key takeaways from this run: who leads on accuracy and on serendipity and whether the CIs
-    allow a ranking, the random floor, Avg.Score against the paper's range, and what the judge's numbers are worth."""
-    k = run.config.top_k
-    items = [
-        _health_takeaway(run),
-        _lead_takeaway(run.summary, "p_acc", k),
-        _lead_takeaway(run.summary, "p_ser", k),
-        _random_takeaway(run.summary, k),
-        _avg_takeaway(run.summary, k),
-        _judge_takeaway(run.judge_name),
-    ]
+    """Who leads on accuracy and serendipity (if the CIs rank), the random floor, Avg.Score against the paper's
+    range, and what the judge's numbers are worth."""
+    s, k = run.summary, run.config.top_k
+    items = [_health_takeaway(run), _lead_takeaway(s, "p_acc", k), _lead_takeaway(s, "p_ser", k),
+             _random_takeaway(s, k), _avg_takeaway(s, k), _judge_takeaway(run.judge_name)]  # fmt: skip
     return [item for item in items if item]

@@ -1,923 +1,418 @@
-"""What chapter 4 shows about a SAER run: Tables 1-3 with the paper's numbers in the same table, figures of the label
-shares, position consistency and adversarial detection, a forest plot of the headline intervals, agreement between
-labelers, time and cost, and the sentences (notes, takeaways, an exercise's solution) computed from the run.
-
-Display tables are for people: headers in words, an estimate and its 95 % interval in one cell, no index. The
-machine-readable numbers stay in the run's frames (and ``results.json``), untouched by anything here.
-
-The paper's intervals in the figures are 95 % Wilson intervals computed here from its printed percentage and its
-sample size (200 lists per algorithm, 200 comparisons, 100 adversarial pairs); the paper prints none.
-"""
+"""What chapter 4 shows about a SAER run: Tables 1-3 beside the paper's, figures, agreement, time and cost, notes,
+takeaways and the kappa exercise. The words are ``text/saer.yaml``; every number (the paper's Wilson intervals too)
+comes from :class:`~recjudge_utils.experiments.saer.SaerRun` (or ``kappa_by_hand``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from difflib import SequenceMatcher
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from pandas.io.formats.style import Styler
 
 from recjudge_utils.answer_formats.saer_fields import CATEGORIES
-from recjudge_utils.experiments.saer import ALGORITHMS, PAPER_CALLS, SaerRun
-from recjudge_utils.metrics.agreement import POINTWISE_LABELS, weighted_kappa
-from recjudge_utils.metrics.intervals import wilson
-from recjudge_utils.metrics.pairwise import TIE
+from recjudge_utils.data import Dataset
+from recjudge_utils.experiments import saer as ex
+from recjudge_utils.experiments.saer import ALGORITHMS, ORDER_OUTCOMES, SaerRun
+from recjudge_utils.judge.records import AnswerHealth
+from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.adversarial import OUTCOMES
-from recjudge_utils.protocols.context.saer import SUBSTITUTIONS
-from recjudge_utils.protocols.saer import VERSION_NAMES, few_shot_answers, load_template
-from recjudge_utils.reporting.answer_health import AnswerHealth, unanswerable_warning
-from recjudge_utils.reporting.callouts import Callout, admonition, exercise
-from recjudge_utils.reporting.display import estimate_cell
-from recjudge_utils.reporting.figures import forest_plot, palette
-from recjudge_utils.reporting.paper import paper_table
+from recjudge_utils.protocols.context.saer import SUBSTITUTIONS, domain_for
+from recjudge_utils.protocols.saer import VERSION_NAMES
+from recjudge_utils.reporting.answer_health import health_sentence, unanswerable_warning
+from recjudge_utils.reporting.callouts import Callout, admonition, exercise, stand_in_note
+from recjudge_utils.reporting.cells import estimate_cell
+from recjudge_utils.reporting.claims import Estimate, apart, leader, side
+from recjudge_utils.reporting.figures import done, forest_plot, palette, stacked_bars, whisker
+from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "PAPER_ADVERSARIAL_PAIRS",
-    "PAPER_LISTS",
-    "agreement_table",
-    "consistency_table",
-    "context_note",
-    "copied_from_examples",
-    "customers_table",
-    "example_lists",
-    "flagged_summary",
-    "headline",
-    "kappa_exercise",
-    "observations",
-    "paper_interval",
-    "plot_detection",
-    "plot_forest",
-    "plot_label_shares",
-    "plot_position",
-    "run_notes",
-    "substitutions_table",
-    "table1",
-    "table2",
-    "table3",
-    "takeaways_items",
-    "time_cost",
-    "unparsed_summary",
-]
+    "agreement_table", "consistency_table", "context_note", "copied_table", "customers_table", "data_notes",
+    "example_lists", "flagged_summary", "health_notes", "kappa_exercise", "plot_detection", "plot_forest",
+    "plot_label_shares", "plot_position", "run_notes", "substitutions_table", "table1", "table2", "table3",
+    "takeaways_items", "time_cost", "unparsed_summary",
+]  # fmt: skip
 
-#: the paper's sample sizes (saer_table1.csv / saer_table3.csv source lines): lists per algorithm, adversarial pairs
-PAPER_LISTS = 200
-PAPER_ADVERSARIAL_PAIRS = 100
-#: the paper's judge, for legends and headers
-PAPER_JUDGE = "Claude 4.5 Sonnet"
-
+T = chapter_text("saer")
 #: one hatch per segment or series, so figures read in grey scale
 _HATCHES = ("..", "//", "xx", "\\\\", "++")
-_CI = "95 % CI"
 
 
 def _cell(value: object, low: object = None, high: object = None) -> str:
     return estimate_cell(value, low, high, digits=1)
 
 
-def paper_interval(pct: float, n: int) -> tuple[float, float]:
-    """The 95 % Wilson interval (in percent) of a share the paper prints as ``pct`` % of ``n`` cases."""
-    lo, hi = wilson(round(pct * n / 100), n)
-    return 100 * lo, 100 * hi
+def _share(row: Any, stem: str, name: str = "") -> Estimate:
+    """One outcome's share from a run frame's row: ``<stem>_%``, ``_lo``, ``_hi``."""
+    return Estimate.of(row[f"{stem}_%"], row[f"{stem}_lo"], row[f"{stem}_hi"], name)
 
 
-def _paper_position() -> tuple[int, int]:
-    """The paper's position consistency as (consistent comparisons, comparisons), from its 88.0 % of the 200
-    adjudicated comparisons: 176 of 200."""
-    pct = paper_table("saer_metrics").set_index("metric").loc["pairwise_position_consistency", "value"]
-    n = int(paper_table("saer_table2").set_index("scope").loc["SAER Adjudicated", "n"])
-    return round(float(pct) * n / 100), n
+def _paper(run: SaerRun, measure: str) -> Estimate:
+    p = run.paper.loc[measure]
+    return Estimate.of(p["value"], p["low"], p["high"])
+
+
+def _of(count: Any, n: Any, cell: str | None = None) -> str:
+    """``3 of 9``, or ``3 of 9: 33.3 [12.1, 64.6]`` with a cell."""
+    return T("labels.count", count=int(count), n=int(n)) + (f": {cell}" if cell is not None else "")
+
+
+def _table(run: SaerRun, key: str, rows: list[Any], columns: list[str] | None = None, digits: int = 1, **kw: Any
+           ) -> Styler:  # fmt: skip
+    """``rows`` under the headers ``columns.<key>``, captioned ``captions.<key>`` (the run's title and data given)."""
+    frame = pd.DataFrame(rows, columns=columns or T.raw(f"columns.{key}"))
+    return captioned(frame, T(f"captions.{key}", title=run.title_suffix, data=run.data_label, **kw), precision=digits)
+
+
+def _note(title: str, lines: list[str]) -> Callout:
+    return Callout(admonition("admonition", "\n".join(f"- {line}" for line in lines), title=title, classes=("note",)))
 
 
 def _version_label(version: str) -> str:
-    return f"{VERSION_NAMES[version]} prompt ({version})"
+    return T("version", name=VERSION_NAMES[version], version=version)
 
 
-# ----------------------------------------------------------------------------------------------- data and context
-def substitutions_table(domain: str) -> pd.DataFrame:
+def data_notes(dataset: Dataset) -> list[Callout]:
+    """The stand-in note when the data is not SAER's e-commerce domain (nothing otherwise)."""
+    if domain_for(dataset.name) == "ecommerce":
+        return []
+    return [stand_in_note(dataset.display_label, T("stand_in.paper_data"), T("stand_in.detail"))]
+
+
+def substitutions_table(dataset: Dataset) -> Styler:
     """SAER's context fields and what this run uses instead (named substitutes)."""
-    return pd.DataFrame([{"SAER context field": k, "Used here": v} for k, v in SUBSTITUTIONS[domain].items()])
+    rows = list(SUBSTITUTIONS[domain_for(dataset.name)].items())
+    return captioned(pd.DataFrame(rows, columns=T.raw("columns.substitutions")),
+                     T("captions.substitutions", data=dataset.display_label))  # fmt: skip
 
 
-def customers_table(run: SaerRun) -> pd.DataFrame:
+def customers_table(run: SaerRun) -> Styler:
     """The sampled customers: id, number of interactions and engagement stratum."""
-    c = run.panel.customers
-    return pd.DataFrame(
-        {"Customer": c["user"], "Interactions": c["n_interactions"], "Engagement (tertile)": c["engagement"]}
-    )
-
-
-def _context_lines(run: SaerRun) -> list[str]:
-    cfg, panel = run.config, run.panel
-    ctxs = list(panel.contexts.values())
-    liked, disliked = sum(c.n_liked for c in ctxs), sum(c.n_disliked for c in ctxs)
-    shown_liked, shown_disliked = sum(len(c.history) for c in ctxs), sum(len(c.disliked) for c in ctxs)
-    counts = (
-        f"shown: {shown_liked} of {liked} liked and {shown_disliked} of {disliked} disliked items in the windows of "
-        f"the {len(ctxs)} customers"
-    )
-    if cfg.max_history is None:
-        lines = [
-            f"Context: every item of each customer's {cfg.window_days}-day window (`max_history=None`), as the paper "
-            f"compiles six months of purchase history; {counts}."
-        ]
-    else:
-        lines = [
-            f"Context: the {cfg.max_history} newest liked and the {cfg.max_history} newest disliked items of each "
-            f"customer's {cfg.window_days}-day window (`max_history={cfg.max_history}`: a cut for a small judge's "
-            f"context that the paper does not make; `--scale paper` shows the whole window); {counts}."
-        ]
-    if panel.heldout:
-        lines.append(
-            f"Held-out future: each customer's last {panel.heldout} interactions are held out of the context and of "
-            "both recommenders' training, and the simulated judge's truth is read from them (a simulated-judge run "
-            "only; the paper has no such split)."
-        )
-    else:
-        lines.append(
-            "Nothing held out: the judge reads each customer's history up to their last interaction and both "
-            "recommenders train on every purchase (3-5 stars) up to it (an LLM judge needs no truth)."
-        )
-    return lines
+    return _table(run, "customers", run.panel.customers[["user", "n_interactions", "engagement"]].to_numpy().tolist())
 
 
 def context_note(run: SaerRun) -> Callout:
-    """A note saying what this run showed the judge of each customer (the window and any cut) and whether a future
-    was held out, counted from the run's contexts."""
-    body = "\n".join(f"- {line}" for line in _context_lines(run))
-    return Callout(admonition("admonition", body, title="What the judge saw", classes=("note",)))
+    """What this run showed the judge of each customer (the window and any cut) and whether a future was held out."""
+    cfg, panel = run.config, run.panel
+    counts = T("context.counts", customers=len(panel.contexts), **panel.shown)
+    if cfg.max_history is None:
+        lines = [T("context.whole", days=cfg.window_days, counts=counts)]
+    else:
+        lines = [T("context.cut", n=cfg.max_history, days=cfg.window_days, counts=counts)]
+    lines.append(T("context.heldout", n=panel.heldout) if panel.heldout else T("context.nothing_held"))
+    return _note(T("context.title"), lines)
 
 
-def example_lists(run: SaerRun, user: int | None = None) -> pd.DataFrame:
+def example_lists(run: SaerRun, user: int | None = None) -> Styler:
     """Side-by-side top-k lists of the two algorithms for one customer (first sampled by default)."""
     user = run.panel.users[0] if user is None else int(user)
-    a, b = ALGORITHMS
-    lists, catalogue = run.panel.lists, run.panel.catalogue
-    return pd.DataFrame(
-        {
-            "Rank": range(1, len(lists[a][user]) + 1),
-            a.capitalize(): [catalogue.line(i) for i in lists[a][user]],
-            b.capitalize(): [catalogue.line(i) for i in lists[b][user]],
-        }
-    )
+    lists = {a.capitalize(): [run.panel.catalogue.line(i) for i in run.panel.lists[a][user]] for a in ALGORITHMS}
+    frame = pd.DataFrame({"Rank": range(1, len(lists[ALGORITHMS[0].capitalize()]) + 1), **lists})
+    return captioned(frame, T("captions.example_lists", k=run.config.top_k, user=user, data=run.data_label))
 
 
-# ----------------------------------------------------------------------------------------------- Table 1
-def _lists_label(run: SaerRun, algorithm: str) -> str:
-    sub = run.labels.loc[run.labels["algorithm"] == algorithm].iloc[0]
-    unparsed = int(sub["n_unparsed"])
-    return f"{algorithm} ({int(sub['n_parsed'])} lists" + (f", {unparsed} unparsed)" if unparsed else ")")
-
-
-def table1(run: SaerRun) -> pd.DataFrame:
-    """Table 1: per algorithm and label, our share of parsed lists with its 95 % Wilson interval beside the paper's
-    SAER judge and its two human annotators."""
+def table1(run: SaerRun) -> Styler:
+    """Table 1: our share of parsed lists per label (95 % Wilson interval) beside the paper's judge and humans."""
     paper = paper_table("saer_table1").set_index(["algorithm", "category"])
-    rows = []
-    for r in run.labels.itertuples(index=False):
-        ref = paper.loc[(r.algorithm, r.category)]
-        rows.append(
-            {
-                "Algorithm (judged lists)": _lists_label(run, str(r.algorithm)),
-                "Label": r.category,
-                f"Ours, % [{_CI}]": _cell(r.pct, r.low, r.high),
-                "Paper: SAER %": ref["saer_pct"],
-                "Paper: human A %": ref["human_a_pct"],
-                "Paper: human B %": ref["human_b_pct"],
-            }
-        )
-    return pd.DataFrame(rows)
+    lists = {alg: T("labels.lists", algorithm=alg, n=int(r["n_parsed"]), unparsed=int(r["n_unparsed"]))
+             for alg, r in run.labels.groupby("algorithm").first().iterrows()}  # fmt: skip
+    rows = [
+        (lists[r.algorithm], r.category, _cell(r.pct, r.low, r.high),
+         *paper.loc[(r.algorithm, r.category), ["saer_pct", "human_a_pct", "human_b_pct"]])
+        for r in run.labels.itertuples(index=False)
+    ]  # fmt: skip
+    return _table(run, "table1", rows)
 
 
-def flagged_summary(run: SaerRun, version: str | None = None, top: int = 3) -> pd.DataFrame:
+def flagged_summary(run: SaerRun) -> Styler:
     """Per algorithm: how many items the judge flagged per parsed list, and the most-flagged titles."""
-    version = version or run.config.main_version
-    pw = run.pointwise.loc[(run.pointwise["prompt_version"] == version) & (run.pointwise["status"] == "parsed")]
-    rows = []
-    for alg in ALGORITHMS:
-        sub = pw.loc[pw["algorithm"] == alg]
-        counts: dict[int, int] = {}
-        for u, flagged in zip(sub["user"], sub["flagged"], strict=True):
-            for k in flagged:
-                item = run.panel.lists[alg][int(u)][k - 1]
-                counts[item] = counts.get(item, 0) + 1
-        most = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-        rows.append(
-            {
-                "Algorithm": alg,
-                "Parsed lists": len(sub),
-                "Flagged items per list (mean)": float(sub["n_flagged"].mean()) if len(sub) else float("nan"),
-                "Lists with a flag %": 100 * float((sub["n_flagged"] > 0).mean()) if len(sub) else float("nan"),
-                "Most flagged items": "; ".join(f"{run.panel.catalogue.title(i)} (×{c})" for i, c in most) or "-",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _whisker(ax: Axes, x: float, y: float, low: float, high: float, horizontal: bool = True) -> None:
-    """A black 95 % interval whisker around ``x`` at height ``y`` (a bound on the wrong side of the estimate by a
-    rounding error is drawn with zero length); nothing for a missing estimate."""
-    if np.isnan(x):
-        return
-    err = [[max(x - low, 0.0)], [max(high - x, 0.0)]]
-    options: dict[str, Any] = {"fmt": "none", "ecolor": "black", "elinewidth": 1.2, "capsize": 4}
-    if horizontal:
-        ax.errorbar(x, y, xerr=err, **options)
-    else:
-        ax.errorbar(y, x, yerr=err, **options)
-
-
-def _stacked(
-    ax: Axes, y: float, shares: Sequence[float], styles: Sequence[tuple[Any, str]], labels: Sequence[str] = ()
-) -> None:
-    """One horizontal 100 % bar of ``shares`` (percent), segment k in colour and hatch ``styles[k]``; segments of
-    8 % or more carry their value."""
-    left = 0.0
-    for k, share in enumerate(shares):
-        colour, hatch = styles[k]
-        label = labels[k] if labels else None
-        ax.barh(y, share, left=left, color=colour, hatch=hatch, edgecolor="0.25", height=0.62, label=label)
-        if share >= 8:
-            box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.8, "lw": 0}
-            ax.text(left + share / 2, y, f"{share:.0f}", ha="center", va="center", fontsize=8, bbox=box)
-        left += share
+    title = run.panel.catalogue.title
+    rows = [
+        (r.algorithm, r.n_parsed, r.flagged_mean, r.flagged_pct,
+         "; ".join(T("labels.flagged_item", title=title(i), count=c) for i, c in r.most) or "-")
+        for r in run.flagged.rename(columns={"flagged_%": "flagged_pct"}).itertuples(index=False)
+    ]  # fmt: skip
+    return _table(run, "flagged", rows, digits=2, version=run.config.main_version)
 
 
 def plot_label_shares(run: SaerRun) -> Figure:
-    """Stacked bars of the Good / Partial / Poor shares per algorithm: ours above the paper's SAER judge and its two
-    human annotators. Our bar carries 95 % Wilson whiskers at its two boundaries: after Good, the Good share's
-    interval; after Partial (where 100 % - Poor lies), 100 minus the Poor share's interval."""
+    """Label shares per algorithm, ours above the paper's judge and humans; our whiskers: the Good share's interval
+    after Good, 100 minus the Poor share's after Partial."""
     paper = paper_table("saer_table1").set_index(["algorithm", "category"])
     styles = list(zip(palette(len(CATEGORIES)), _HATCHES, strict=False))
-    sources = {
-        "saer_pct": f"paper: SAER ({PAPER_JUDGE})",
-        "human_a_pct": "paper: human A",
-        "human_b_pct": "paper: human B",
-    }
+    sources = dict(zip(("saer_pct", "human_a_pct", "human_b_pct"), T.raw("figures.sources"), strict=True))
     fig, axes = plt.subplots(len(ALGORITHMS), 1, figsize=(7.2, 4.8), sharex=True)
     for ax, alg in zip(axes, ALGORITHMS, strict=True):
         ours = run.labels.loc[run.labels["algorithm"] == alg].set_index("category").loc[list(CATEGORIES)]
         n_parsed = int(ours["n_parsed"].iloc[0])
-        names = [f"ours ({n_parsed} lists)", *sources.values()]
         if n_parsed:
-            _stacked(ax, 0, ours["pct"].astype(float).tolist(), styles)
+            stacked_bars(ax, [0], [ours["pct"].astype(float).tolist()], styles, height=0.62, annotate_from=8)
             good, poor = ours.iloc[0], ours.iloc[-1]
-            _whisker(ax, float(good["pct"]), 0, float(good["low"]), float(good["high"]))
-            _whisker(ax, 100 - float(poor["pct"]), 0, 100 - float(poor["high"]), 100 - float(poor["low"]))
-        for y, col in enumerate(sources, start=1):
-            _stacked(ax, y, [float(paper.loc[(alg, c), col]) for c in CATEGORIES], styles)
-        ax.set_yticks(range(len(names)), names, fontsize=8)
+            whisker(ax, float(good["pct"]), 0, float(good["low"]), float(good["high"]))
+            whisker(ax, 100 - float(poor["pct"]), 0, 100 - float(poor["high"]), 100 - float(poor["low"]))
+        shares = [[float(paper.loc[(alg, c), col]) for c in CATEGORIES] for col in sources]
+        stacked_bars(ax, [1, 2, 3], shares, styles, height=0.62, annotate_from=8)
+        ax.set_yticks(range(4), [T("figures.ours_lists", n=n_parsed), *sources.values()], fontsize=8)
         ax.invert_yaxis()
         ax.set_title(alg, fontsize=9, loc="left")
         ax.set_xlim(0, 100)
-    axes[-1].set_xlabel("% of judged lists (whiskers: our 95 % Wilson intervals)")
-    handles = [
-        Patch(facecolor=c, hatch=h, edgecolor="0.25", label=cat) for (c, h), cat in zip(styles, CATEGORIES, strict=True)
-    ]
+    axes[-1].set_xlabel(T("figures.labels_x"))
+    handles = [Patch(facecolor=c, hatch=h, edgecolor="0.25", label=cat)
+               for (c, h), cat in zip(styles, CATEGORIES, strict=True)]  # fmt: skip
     fig.legend(handles=handles, loc="lower center", ncol=len(CATEGORIES), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    plt.close(fig)
-    return fig
+    return done(fig, rect=(0, 0.06, 1, 1))
 
 
-# ----------------------------------------------------------------------------------------------- Table 2
-def table2(run: SaerRun) -> pd.DataFrame:
-    """Table 2: pairwise wins and ties (percent of parsed verdicts, 95 % Wilson intervals), raw calls and
-    adjudicated pairs, with the paper's rows (and its merged human labels) in the same table."""
+def table2(run: SaerRun) -> Styler:
+    """Table 2: wins and ties of raw calls and adjudicated pairs (Wilson intervals) beside the paper's rows."""
     paper = paper_table("saer_table2").set_index("scope")
-    heads = {"cooccurrence_win": "Co-occurrence wins %", "embedding_win": "Embedding wins %", "tie": "Ties %"}
-    rows = []
-    for (_, r), verdicts, paper_scope in zip(
-        run.verdicts.iterrows(), ("raw calls", "adjudicated pairs"), ("SAER Raw", "SAER Adjudicated"), strict=True
-    ):
-        n_all = int(r["n_parsed"]) + int(r["n_unparsed"])
-        ours: dict[str, Any] = {"Verdicts": verdicts, "Source": "ours", "Judged": f"{int(r['n_parsed'])} of {n_all}"}
-        for key, head in heads.items():
-            ours[head] = _cell(r[f"{key}_%"], r[f"{key}_lo"], r[f"{key}_hi"])
-        ref = paper.loc[paper_scope]
-        theirs: dict[str, Any] = {"Verdicts": verdicts, "Source": "paper", "Judged": str(int(ref["n"]))}
-        for key, head in heads.items():
-            theirs[head] = _cell(ref[f"{key}_pct"])
-        rows += [ours, theirs]
-    human = paper.loc["Human Merged"]
-    rows.append(
-        {
-            "Verdicts": "human labels, merged",
-            "Source": "paper",
-            "Judged": str(int(human["n"])),
-            **{head: _cell(human[f"{key}_pct"]) for key, head in heads.items()},
-        }
-    )
-    return pd.DataFrame(rows)
+    keys = ("cooccurrence_win", "embedding_win", "tie")
+    rows: list[tuple[Any, ...]] = []
+
+    def theirs(verdicts: str, ref: Any) -> tuple[Any, ...]:
+        return (verdicts, T("paper"), str(int(ref["n"])), *(_cell(ref[f"{k}_pct"]) for k in keys))
+
+    for (_, r), verdicts, scope in zip(run.verdicts.iterrows(), T.raw("labels.verdicts"),
+                                       ("SAER Raw", "SAER Adjudicated"), strict=True):  # fmt: skip
+        rows.append((verdicts, T("ours"), _of(r["n_parsed"], r["n_parsed"] + r["n_unparsed"]),
+                     *(_share(r, k).cell(1) for k in keys)))  # fmt: skip
+        rows.append(theirs(verdicts, paper.loc[scope]))
+    return _table(run, "table2", [*rows, theirs(T("labels.human_merged"), paper.loc["Human Merged"])])
 
 
-def consistency_table(run: SaerRun) -> pd.DataFrame:
-    """Position consistency, the share of answers naming the first-shown list and the unparsed pairwise answers,
-    ours beside the paper's."""
-    cons, first = run.position.loc["position consistency"], run.position.loc["named Set 1"]
-    count, n = _paper_position()
-    n_unparsed = int((run.pairwise["status"] != "parsed").sum())
-    return pd.DataFrame(
-        [
-            {
-                "Measure": "position consistency (both orders agree), %",
-                "Ours": f"{int(cons['count'])} of {int(cons['n'])}: " + _cell(cons["pct"], cons["low"], cons["high"]),
-                "Paper": f"{count} of {n}: {100 * count / n:.1f}",
-            },
-            {
-                "Measure": "answers naming the first-shown list (Set 1), %",
-                "Ours": f"{int(first['count'])} of {int(first['n'])}: "
-                + _cell(first["pct"], first["low"], first["high"]),
-                "Paper": "not reported",
-            },
-            {
-                "Measure": "unparsed pairwise answers",
-                "Ours": f"{n_unparsed} of {len(run.pairwise)}",
-                "Paper": "not reported",
-            },
-        ]
-    )
-
-
-def _order_outcomes(run: SaerRun) -> dict[str, int]:
-    """Customers by what their two presentation orders said (both orders parsed), and the unjudged ones."""
-    a, b = ALGORITHMS
-    adj = run.adjudicated
-    out = {"same winner": 0, "tie in both orders": 0, "first-shown list won both times": 0, "other disagreement": 0}
-    unjudged = 0
-    for wa, wb in zip(adj[f"winner_{a}_first"], adj[f"winner_{b}_first"], strict=True):
-        if wa is None or wb is None or pd.isna(wa) or pd.isna(wb):
-            unjudged += 1
-        elif wa == wb:
-            out["tie in both orders" if wa == TIE else "same winner"] += 1
-        elif (wa, wb) == (a, b):
-            out["first-shown list won both times"] += 1
-        else:
-            out["other disagreement"] += 1
-    return {**out, "unjudged": unjudged}
+def consistency_table(run: SaerRun) -> Styler:
+    """Position consistency, answers naming Set 1 and unparsed pairwise answers, ours beside the paper's."""
+    cons, first, raw = run.position.loc["position consistency"], run.position.loc["named Set 1"], run.verdicts.iloc[0]
+    ours = [_of(r["count"], r["n"], _cell(r["pct"], r["low"], r["high"])) for r in (cons, first)]
+    paper = run.paper.loc["position consistency"]
+    rows = [
+        (T("consistency.consistent"), ours[0], _of(paper["count"], paper["n"], f"{paper['value']:.1f}")),
+        (T("consistency.first"), ours[1], T("not_reported")),
+        (T("consistency.unparsed"), _of(raw["n_unparsed"], raw["n_parsed"] + raw["n_unparsed"]), T("not_reported")),
+    ]
+    return _table(run, "consistency", rows)
 
 
 def plot_position(run: SaerRun) -> Figure:
-    """A stacked bar of what the two presentation orders said per customer (consistent: the same winner, or a tie in
-    both; inconsistent: the first-shown list won both times, or another disagreement) above the paper's 176 of 200
-    consistent comparisons, each with a 95 % Wilson whisker at the consistency boundary."""
-    outcomes = _order_outcomes(run)
-    unjudged = outcomes.pop("unjudged")
-    judged = sum(outcomes.values())
-    colours = palette(len(outcomes) + 1)
-    styles = list(zip(colours, _HATCHES, strict=False))
-    count, n = _paper_position()
-    paper_pct = 100 * count / n
+    """What the two orders said per customer (:data:`ORDER_OUTCOMES`) above the paper's consistent comparisons,
+    each with a Wilson whisker at the consistency boundary."""
+    orders = run.orders.loc[list(ORDER_OUTCOMES)]
+    judged, unjudged = int(orders["count"].sum()), int(run.orders.loc["unjudged", "count"])
+    colours = palette(len(orders) + 1)
+    paper = run.paper.loc["position consistency"]
+    count, n = int(paper["count"]), int(paper["n"])
     fig, ax = plt.subplots(figsize=(7.2, 2.8))
     if judged:
-        shares = [100 * v / judged for v in outcomes.values()]
-        _stacked(ax, 0, shares, styles, [f"{k} ({v})" for k, v in outcomes.items()])
+        labels = [f"{k} ({v})" for k, v in orders["count"].items()]
+        stacked_bars(ax, [0], [orders["pct"].tolist()], list(zip(colours[:-1], _HATCHES, strict=False)), labels,
+                     height=0.62, annotate_from=8)  # fmt: skip
         cons = run.position.loc["position consistency"]
-        _whisker(ax, float(cons["pct"]), 0, float(cons["low"]), float(cons["high"]))
-    paper_labels = [f"paper: consistent ({count}; winner or tie not reported)", f"paper: inconsistent ({n - count})"]
-    _stacked(ax, 1, [paper_pct, 100 - paper_pct], [(colours[-1], "oo"), ("white", "--")], paper_labels)
-    _whisker(ax, paper_pct, 1, *paper_interval(paper_pct, n))
-    more = f", {unjudged} unjudged" if unjudged else ""
-    ax.set_yticks([0, 1], [f"ours ({judged} customers{more})", f"paper ({n} comparisons)"], fontsize=8)
+        whisker(ax, float(cons["pct"]), 0, float(cons["low"]), float(cons["high"]))
+    paper_labels = [T("figures.paper_consistent", n=count), T("figures.paper_inconsistent", n=n - count)]
+    stacked_bars(ax, [1], [[paper["value"], 100 - paper["value"]]], [(colours[-1], "oo"), ("white", "--")],
+                 paper_labels, height=0.62, annotate_from=8)  # fmt: skip
+    whisker(ax, paper["value"], 1, paper["low"], paper["high"])
+    ticks = [T("figures.ours_customers", n=judged, unjudged=unjudged), T("figures.paper_comparisons", n=n)]
+    ax.set_yticks([0, 1], ticks, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel("% of comparisons with both orders parsed (whiskers: 95 % Wilson interval of consistency)")
+    ax.set_xlabel(T("figures.position_x"))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, frameon=False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return done(fig)
 
 
-# ----------------------------------------------------------------------------------------------- Table 3
-def table3(run: SaerRun) -> pd.DataFrame:
-    """Table 3: adversarial outcomes per prompt version (percent of parsed answers, 95 % Wilson intervals) and the
-    share naming Set 1, with the paper's row under each of ours and its two human annotators at the end."""
+def table3(run: SaerRun) -> Styler:
+    """Table 3: adversarial outcomes per prompt version (Wilson intervals), the paper's row under each of ours and
+    its two human annotators at the end."""
     paper = paper_table("saer_table3")
-    paper_v = paper.dropna(subset=["prompt_version"]).set_index("prompt_version")
-    heads = {"correct": "Correct %", "wrong": "Wrong %", "tie": "Ties %"}
-    rows = []
+    paper_v, rows = paper.dropna(subset=["prompt_version"]).set_index("prompt_version"), []
+
+    def theirs(label: str, key: str, ref: Any) -> tuple[Any, ...]:
+        pairs = str(int(run.paper.loc[f"adversarial correct, {key}", "n"]))
+        return (label, T("paper"), pairs, *(_cell(ref[f"{o}_pct"]) for o in OUTCOMES), T("not_reported"))
+
     for _, r in run.detection.iterrows():
-        version = str(r["prompt_version"])
-        n_all = int(r["n_parsed"]) + int(r["n_unparsed"])
-        ours: dict[str, Any] = {
-            "Evaluator": _version_label(version),
-            "Source": "ours",
-            "Judged pairs": f"{int(r['n_parsed'])} of {n_all}",
-        }
-        for outcome in OUTCOMES:
-            ours[heads[outcome]] = _cell(r[f"{outcome}_%"], r[f"{outcome}_lo"], r[f"{outcome}_hi"])
-        ours["Named Set 1 %"] = _cell(r["chose_Set_1_%"])
-        ref = paper_v.loc[version]
-        theirs = {
-            "Evaluator": _version_label(version),
-            "Source": "paper",
-            "Judged pairs": str(PAPER_ADVERSARIAL_PAIRS),
-            **{heads[o]: _cell(ref[f"{o}_pct"]) for o in OUTCOMES},
-            "Named Set 1 %": "not reported",
-        }
-        rows += [ours, theirs]
-    for ev in paper.loc[paper["prompt_version"].isna()].itertuples(index=False):
-        rows.append(
-            {
-                "Evaluator": ev.evaluator,
-                "Source": "paper",
-                "Judged pairs": str(PAPER_ADVERSARIAL_PAIRS),
-                **{heads[o]: _cell(getattr(ev, f"{o}_pct")) for o in OUTCOMES},
-                "Named Set 1 %": "not reported",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _genuine_first_pct(run: SaerRun) -> float:
-    """The share of adversarial pairs (main prompt version) that showed the genuine list first: what a judge that
-    always names Set 1 scores."""
-    adv = run.adversarial.loc[run.adversarial["prompt_version"] == run.config.main_version]
-    return 100 * float((adv["genuine_position"] == 1).mean()) if len(adv) else float("nan")
+        version = _version_label(str(r["prompt_version"]))
+        judged = _of(r["n_parsed"], r["n_parsed"] + r["n_unparsed"])
+        rows.append((version, T("ours"), judged, *(_share(r, o).cell(1) for o in OUTCOMES), _cell(r["chose_Set_1_%"])))
+        rows.append(theirs(version, r["prompt_version"], paper_v.loc[r["prompt_version"]]))
+    rows += [theirs(h["evaluator"], h["evaluator"], h) for _, h in paper.loc[paper["prompt_version"].isna()].iterrows()]
+    return _table(run, "table3", rows)
 
 
 def plot_detection(run: SaerRun) -> Figure:
-    """Bars of adversarial detection (genuine list picked, % of parsed answers) per prompt version, ours with 95 %
-    Wilson intervals beside the paper's (its intervals computed from its 100 pairs), then the paper's two human
-    annotators, and a line at the score of a judge that always names Set 1."""
-    paper = paper_table("saer_table3")
-    paper_v = paper.dropna(subset=["prompt_version"]).set_index("prompt_version")
-    humans = paper.loc[paper["prompt_version"].isna()]
-    det = run.detection.set_index("prompt_version")
-    versions = list(run.config.prompt_versions)
-    labels = [f"{VERSION_NAMES[v]}\n({v})" for v in versions]
-    labels += [str(h).replace(" Annotator ", "\n") for h in humans["evaluator"]]
-    (ours_colour, paper_colour), width = palette(2), 0.38
+    """Adversarial detection per prompt version, ours beside the paper's (Wilson whiskers), the paper's humans, and
+    a line at what a judge always naming Set 1 scores."""
+    humans = paper_table("saer_table3").loc[lambda t: t["prompt_version"].isna(), "evaluator"].tolist()
+    det, versions, width = run.detection.set_index("prompt_version"), list(run.config.prompt_versions), 0.38
+    labels = [f"{VERSION_NAMES[v]}\n({v})" for v in versions] + [h.replace(" Annotator ", "\n") for h in humans]
+    bars = [(k - width / 2, _share(det.loc[v], "correct"), 0) for k, v in enumerate(versions)]
+    bars += [(k + width / 2 if k < len(versions) else k, _paper(run, f"adversarial correct, {key}"), 1)
+             for k, key in enumerate((*versions, *humans))]  # fmt: skip
+    pairs = int(run.paper.loc[f"adversarial correct, {versions[0]}", "n"])
+    legend = [T("figures.detection_ours"), T("figures.detection_paper", n=pairs)]
     fig, ax = plt.subplots(figsize=(7.2, 3.4))
-    for k, v in enumerate(versions):
-        pct, low, high = _shares(det.loc[v], "correct")
-        label = "ours (95 % Wilson interval)" if k == 0 else None
-        ax.bar(
-            k - width / 2,
-            np.nan_to_num(pct),
-            width,
-            color=ours_colour,
-            hatch=_HATCHES[1],
-            edgecolor="0.25",
-            label=label,
-        )
-        _whisker(ax, pct, k - width / 2, low, high, horizontal=False)
-    paper_pct = [*paper_v.loc[versions, "correct_pct"].astype(float), *humans["correct_pct"].astype(float)]
-    paper_x = [k + width / 2 for k in range(len(versions))] + list(range(len(versions), len(labels)))
-    for k, (x, pct) in enumerate(zip(paper_x, paper_pct, strict=True)):
-        label = f"paper ({PAPER_JUDGE}; humans), interval from its {PAPER_ADVERSARIAL_PAIRS} pairs" if k == 0 else None
-        ax.bar(x, pct, width, color=paper_colour, hatch=_HATCHES[0], edgecolor="0.25", label=label)
-        _whisker(ax, pct, x, *paper_interval(pct, PAPER_ADVERSARIAL_PAIRS), horizontal=False)
-    first = _genuine_first_pct(run)
+    for i, (x, e, src) in enumerate(bars):  # ours first, then the paper's: one legend entry each
+        ax.bar(x, np.nan_to_num(e.value), width, color=palette(2)[src], hatch=_HATCHES[1 - src], edgecolor="0.25",
+               label=legend[src] if i in (0, len(versions)) else None)  # fmt: skip
+        whisker(ax, e.value, x, e.low, e.high, horizontal=False)
+    first = float(det.loc[run.config.main_version, "genuine_first_%"])
     if not np.isnan(first):
-        ax.axhline(
-            first, color="0.3", linestyle="--", linewidth=1, label=f"a judge always naming Set 1 ({first:.0f} %)"
-        )
+        ax.axhline(first, color="0.3", linestyle="--", linewidth=1, label=T("figures.always_first", pct=f"{first:.0f}"))
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_ylim(0, 105)
-    ax.set_ylabel("genuine list picked (%)")
+    ax.set_ylabel(T("figures.detection_y"))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=2, frameon=False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
-# ----------------------------------------------------------------------------------------------- headline CIs
-def headline(run: SaerRun) -> pd.DataFrame:
-    """The chapter's headline shares, one row per (measure, source): value, low, high in percent. Ours carry the
-    run's 95 % Wilson intervals; the paper's are Wilson intervals from its printed share and sample size."""
-    rows: list[dict[str, Any]] = []
-
-    def add(label: str, ours: Sequence[float], paper_pct: float, n: int) -> None:
-        rows.append({"measure": label, "source": "ours", "value": ours[0], "low": ours[1], "high": ours[2]})
-        lo, hi = paper_interval(paper_pct, n)
-        rows.append({"measure": label, "source": "paper", "value": paper_pct, "low": lo, "high": hi})
-
-    t1 = paper_table("saer_table1").set_index(["algorithm", "category"])
-    for alg in ALGORITHMS:
-        r = run.labels.loc[(run.labels["algorithm"] == alg) & (run.labels["category"] == CATEGORIES[0])].iloc[0]
-        add(
-            f"Good Match, {alg}",
-            (r["pct"], r["low"], r["high"]),
-            float(t1.loc[(alg, CATEGORIES[0]), "saer_pct"]),
-            PAPER_LISTS,
-        )
-    t2 = paper_table("saer_table2").set_index("scope").loc["SAER Adjudicated"]
-    adj = run.verdicts.iloc[1]
-    for key, what in (("cooccurrence_win", "co-occurrence wins"), ("embedding_win", "embedding wins"), ("tie", "ties")):
-        add(
-            f"adjudicated {what}",
-            (adj[f"{key}_%"], adj[f"{key}_lo"], adj[f"{key}_hi"]),
-            float(t2[f"{key}_pct"]),
-            int(t2["n"]),
-        )
-    cons = run.position.loc["position consistency"]
-    count, n = _paper_position()
-    add("position consistency", (cons["pct"], cons["low"], cons["high"]), 100 * count / n, n)
-    t3 = paper_table("saer_table3").dropna(subset=["prompt_version"]).set_index("prompt_version")
-    for _, r in run.detection.iterrows():
-        version = str(r["prompt_version"])
-        add(
-            f"adversarial correct, {version}",
-            (r["correct_%"], r["correct_lo"], r["correct_hi"]),
-            float(t3.loc[version, "correct_pct"]),
-            PAPER_ADVERSARIAL_PAIRS,
-        )
-    frame = pd.DataFrame(rows)
-    frame[["value", "low", "high"]] = frame[["value", "low", "high"]].astype(float)
-    return frame
+    return done(fig)
 
 
 def plot_forest(run: SaerRun) -> Figure:
-    """A forest plot of :func:`headline`: ours and the paper's estimate of each headline share with its 95 %
-    interval."""
-    return forest_plot(headline(run), label="measure", group="source", xlabel="% (95 % Wilson interval)", width=7.2)
+    """A forest plot of :meth:`SaerRun.headline`: ours and the paper's headline shares with their intervals."""
+    return forest_plot(run.headline(), label="measure", group="source", xlabel=T("figures.forest_x"), width=7.2)
 
 
-# ----------------------------------------------------------------------------------------------- agreement
-def agreement_table(run: SaerRun) -> pd.DataFrame:
-    """Raw agreement and quadratic weighted kappa (95 % bootstrap intervals) between every pair of labelers in the
-    run, followed by the paper's human-human and SAER-human rows (labelers this run does not have)."""
-    ag = run.agreements
-    raw, kappa = f"Raw agreement, % [{_CI}]", f"Weighted κ [{_CI}]"
+def agreement_table(run: SaerRun) -> Styler:
+    """Raw agreement and weighted kappa (bootstrap intervals) between this run's labelers, then the paper's rows."""
     rows = [
-        {
-            "Task": task,
-            "Source": "ours",
-            "Labelers": f"{a} vs {b}".replace("order: ", ""),
-            "Cases": str(int(n)),
-            raw: _cell(pct, pct_lo, pct_hi),
-            kappa: estimate_cell(k, k_lo, k_hi, digits=2),
-        }
-        for task, a, b, n, pct, pct_lo, pct_hi, k, k_lo, k_hi in zip(
-            *(
-                ag[c]
-                for c in (
-                    "task",
-                    "labeler_a",
-                    "labeler_b",
-                    "n_both_parsed",
-                    "raw_agreement_%",
-                    "raw_lo",
-                    "raw_hi",
-                    "kappa_w",
-                    "kappa_lo",
-                    "kappa_hi",
-                )
-            ),
-            strict=True,
-        )
-    ]
+        (r.task, T("ours"), f"{r.labeler_a} vs {r.labeler_b}".replace("order: ", ""), str(int(r.n_both_parsed)),
+         _cell(r.raw, r.raw_lo, r.raw_hi), estimate_cell(r.kappa_w, r.kappa_lo, r.kappa_hi, digits=2))
+        for r in run.agreements.rename(columns={"raw_agreement_%": "raw"}).itertuples(index=False)
+    ]  # fmt: skip
     metrics = paper_table("saer_metrics").set_index("metric")["value"]
-    comparisons = str(_paper_position()[1])
-    for task, stem, labelers, cases in (
-        ("pointwise", "pointwise_human_human", "human A vs human B", "not stated"),
-        ("pointwise", "pointwise_saer_human_strict", "SAER vs humans (strict adjudication)", "not stated"),
-        ("pairwise", "pairwise_human_human", "human A vs human B", comparisons),
-        ("pairwise", "pairwise_saer_human_merged", "SAER vs humans (merged)", comparisons),
-    ):
-        rows.append(
-            {
-                "Task": task,
-                "Source": "paper",
-                "Labelers": labelers,
-                "Cases": cases,
-                raw: _cell(metrics[f"{stem}_agree"]),
-                kappa: estimate_cell(metrics[f"{stem}_kappa_w"], digits=2),
-            }
-        )
-    return pd.DataFrame(rows)
+    comparisons = str(int(run.paper.loc["position consistency", "n"]))
+    rows += [
+        (task, T("paper"), labelers, cases or comparisons, _cell(metrics[f"{stem}_agree"]),
+         estimate_cell(metrics[f"{stem}_kappa_w"], digits=2))
+        for task, stem, labelers, cases in T.raw("agreement_paper")
+    ]  # fmt: skip
+    return _table(run, "agreement", rows)
 
 
-def kappa_exercise() -> Callout:
-    """The weighted-kappa exercise: two short label lists, and a solution whose arithmetic (observed and
-    chance-expected weighted disagreement) is computed here and checked against
-    :func:`~recjudge_utils.metrics.agreement.weighted_kappa`."""
-    a = ["Good Match", "Partial Match", "Partial Match", "Poor Match", "Partial Match"]
-    b = ["Good Match", "Partial Match", "Poor Match", "Poor Match", "Good Match"]
-    order = list(POINTWISE_LABELS)
-    x, y = np.array([order.index(v) for v in a]), np.array([order.index(v) for v in b])
-    k = len(order)
-    weights = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
-    observed = float(np.mean((x - y) ** 2))
-    pa, pb = np.bincount(x, minlength=k) / len(x), np.bincount(y, minlength=k) / len(y)
-    expected = float(pa @ weights @ pb)
-    by_hand = 1 - observed / expected
-    package = weighted_kappa(a, b, POINTWISE_LABELS)
-    changes = [
-        (weighted_kappa(a, [*b[:i], label, *b[i + 1 :]], POINTWISE_LABELS), i, label)
-        for i in range(len(b))
-        for label in order
-        if label != b[i]
-    ]
-    worst, where, to = min(changes)
-    steps = abs(order.index(to) - order.index(a[where]))
-    before = abs(order.index(b[where]) - order.index(a[where]))
-    body = (
-        "Two annotators labelled five lists:\n\n"
-        f"```python\na = {a}\nb = {b}\n```\n\n"
-        "Compute Cohen's quadratic {term}`weighted kappa` {cite:p}`cohen1968weighted` by hand on the scale "
-        "Poor < Partial < Good (codes 0, 1, 2; a disagreement of $d$ steps costs $d^2$): the mean observed cost, the "
-        "cost expected by chance from each annotator's own label shares, and $\\kappa_w = 1 - "
-        "\\text{observed} / \\text{expected}$. Then check it with\n\n"
-        "```python\nfrom recjudge_utils.metrics.agreement import POINTWISE_LABELS, weighted_kappa\n"
-        "weighted_kappa(a, b, POINTWISE_LABELS)\n```\n\n"
-        "Which single change to `b` lowers kappa the most?"
-    )
-    solution = (
-        f"Codes: a = {x.tolist()}, b = {y.tolist()}. Observed cost: the squared differences "
-        f"{((x - y) ** 2).tolist()} average {observed:.2f}. Label shares (Poor, Partial, Good): a "
-        f"{np.round(pa, 2).tolist()}, b {np.round(pb, 2).tolist()}; the chance-expected cost "
-        f"$\\sum_{{ij}} p_a(i)\\, p_b(j)\\,(i-j)^2$ is {expected:.2f}. So $\\kappa_w = 1 - {observed:.2f} / "
-        f"{expected:.2f} = {by_hand:.3f}$, and `weighted_kappa` returns {package:.3f}. Of the {len(changes)} single "
-        f"changes to `b`, setting list {where + 1} to {to} lowers kappa most, to {worst:.3f}: it turns a "
-        f"{before}-step difference into a {steps}-step one (cost {before**2} → {steps**2}): a disagreement two steps "
-        "apart costs four times one a step apart. Kappa is undefined (NaN) when both "
-        "annotators give every list one and the same label: chance then explains all the agreement."
-    )
-    return exercise("weighted kappa by hand", body, solution)
+def kappa_exercise(k: ex.KappaByHand) -> Callout:
+    """The weighted-kappa exercise with :func:`~recjudge_utils.experiments.saer.kappa_by_hand`'s worked solution."""
+    solution = T(
+        "kappa.solution", codes_a=k.codes_a, codes_b=k.codes_b, costs=k.costs, observed=f"{k.observed:.2f}",
+        shares_a=np.round(k.shares_a, 2).tolist(), shares_b=np.round(k.shares_b, 2).tolist(),
+        expected=f"{k.expected:.2f}", kappa=f"{k.kappa:.3f}", package=f"{k.package:.3f}", changes=k.n_changes,
+        where=k.where + 1, to=k.to, worst=f"{k.worst:.3f}", before=k.steps_before, after=k.steps_after,
+        before_cost=k.steps_before**2, after_cost=k.steps_after**2,
+    )  # fmt: skip
+    return exercise(T("kappa.title"), T("kappa.body", a=k.a, b=k.b, task=T("kappa.task")), solution)
 
 
-# ----------------------------------------------------------------------------------------------- time, cost, answers
-def time_cost(run: SaerRun) -> pd.DataFrame:
-    """Judge calls, tokens, wall time and cost of this run, an extrapolation to the paper's run size, and the
-    paper's 30 minutes / $28 (Claude 4.5 Sonnet on Bedrock)."""
-    frames = [run.pointwise, run.pairwise, run.adversarial]
-    allr = pd.concat([f[["latency_s", "cache_hit", "prompt_tokens", "completion_tokens", "cost_usd"]] for f in frames])
-    n_calls = len(allr)
-    fresh = allr.loc[~allr["cache_hit"]]
-    judge_s = sum(run.timings.get(f"judge {task}", 0.0) for task in ("pointwise", "pairwise", "adversarial"))
-    per_call = float(fresh["latency_s"].mean()) if len(fresh) else float("nan")
-    cost_per_call = float(fresh["cost_usd"].mean()) if len(fresh) else float("nan")
-    priced = bool(allr["cost_usd"].notna().any())
+def time_cost(run: SaerRun) -> Styler:
+    """Calls, tokens, time and cost of this run, extrapolated to the paper's run size, beside the paper's."""
+    c, unpriced, nr = run.cost, T("time.unpriced"), T("not_reported")
+    cost = unpriced if c.cost_usd is None else f"${c.cost_usd:.4f}"
+    extrapolated = "n/a"
+    if not np.isnan(c.per_call_s):
+        extrapolated = f"{c.paper_minutes:.1f} min, " + (unpriced if np.isnan(c.paper_usd) else f"${c.paper_usd:.2f}")
+    calls = T("time.calls_ours", calls=c.calls, fresh=c.fresh, cached=c.calls - c.fresh)
     rows = [
-        (
-            "judgments in this run",
-            f"{n_calls} ({len(fresh)} fresh, {n_calls - len(fresh)} from cache)",
-            f"{PAPER_CALLS}",
-        ),
-        (
-            "prompt / completion tokens",
-            f"{int(allr['prompt_tokens'].sum())} / {int(allr['completion_tokens'].sum())}",
-            "not reported",
-        ),
-        ("judging wall time (this run)", f"{judge_s / 60:.2f} min", "about 30 min"),
-        ("whole run incl. data and recommenders", f"{sum(run.timings.values()) / 60:.2f} min", "not reported"),
-        ("cost (this run)", f"${allr['cost_usd'].sum():.4f}" if priced else _UNPRICED, "about $28"),
-        (
-            "mean latency per fresh call",
-            f"{per_call:.2f} s" if not np.isnan(per_call) else "n/a (all cached)",
-            "not reported",
-        ),
-        (
-            f"extrapolated to {PAPER_CALLS} calls (our inference of the paper's run size), sequential",
-            f"{PAPER_CALLS * per_call / 60:.1f} min, "
-            + (f"${PAPER_CALLS * cost_per_call:.2f}" if not np.isnan(cost_per_call) else _UNPRICED)
-            if not np.isnan(per_call)
-            else "n/a",
-            "about 30 min, $28",
-        ),
+        (T("time.calls"), calls, str(ex.PAPER_CALLS)),
+        (T("time.tokens"), f"{c.prompt_tokens} / {c.completion_tokens}", nr),
+        (T("time.judging"), f"{c.judge_s / 60:.2f} min", T("time.judging_paper")),
+        (T("time.whole"), f"{c.total_s / 60:.2f} min", nr),
+        (T("time.cost"), cost, T("time.cost_paper")),
+        (T("time.latency"), T("time.all_cached") if np.isnan(c.per_call_s) else f"{c.per_call_s:.2f} s", nr),
+        (T("time.extrapolated", calls=ex.PAPER_CALLS), extrapolated, T("time.extrapolated_paper")),
     ]
-    return pd.DataFrame(rows, columns=["Quantity", "Ours", f"Paper ({PAPER_JUDGE})"])
+    return _table(run, "time_cost", rows)
 
 
-_UNPRICED = "unknown (no price for this model)"
-
-
-def _first_raw(bad: pd.DataFrame) -> str:
-    raw = bad["raw_text"].dropna().astype(str) if "raw_text" in bad else pd.Series(dtype=str)
-    return raw.iloc[0][:160].replace("\n", " ") if len(raw) else "-"
-
-
-def unparsed_summary(run: SaerRun) -> pd.DataFrame:
+def unparsed_summary(run: SaerRun) -> Styler:
     """Unparsed answers per task and prompt version, with the most common reason and one raw answer."""
-    rows = []
-    for task, frame in (("pointwise", run.pointwise), ("pairwise", run.pairwise), ("adversarial", run.adversarial)):
-        for version, sub in frame.groupby("prompt_version", sort=True):
-            bad = sub.loc[sub["status"] != "parsed"]
-            reasons = bad["reason"].fillna("").str.slice(0, 60).value_counts()
-            rows.append(
-                {
-                    "Task": task,
-                    "Prompt": version,
-                    "Calls": len(sub),
-                    "Unparsed": int((sub["status"] == "unparsed").sum()),
-                    "Errors": int((sub["status"] == "error").sum()),
-                    "Most common reason": reasons.index[0] if len(reasons) else "-",
-                    "One raw answer (first 160 characters)": _first_raw(bad),
-                }
-            )
-    return pd.DataFrame(rows)
+    rows = [
+        (r.task, r.prompt_version, r.calls, r.unparsed, r.errors, "-" if pd.isna(r.reason) else r.reason,
+         "-" if pd.isna(r.raw) else r.raw[:160].replace("\n", " "))
+        for r in run.answers.itertuples(index=False)
+    ]  # fmt: skip
+    return _table(run, "unparsed", rows)
 
 
-def copied_from_examples(run: SaerRun, min_chars: int = 40) -> pd.DataFrame:
-    """Per task: parsed answers whose REASONING repeats >= ``min_chars`` characters verbatim from one of the
-    prompt's few-shot answers (a sign that a small judge parrots the examples instead of reading the lists)."""
-    rows = []
-    tasks = (("pointwise", run.pointwise, "pointwise"), ("pairwise", run.pairwise, "pairwise"))
-    for task, frame, mode in (*tasks, ("adversarial", run.adversarial, "pairwise")):
-        for version, sub in frame.groupby("prompt_version", sort=True):
-            shots = few_shot_answers(load_template(run.panel.domain, mode, str(version)))
-            parsed = sub.loc[sub["status"] == "parsed", "raw_text"].fillna("").tolist()
-            copied = 0
-            for text in parsed:
-                for shot in shots:
-                    m = SequenceMatcher(None, text, shot, autojunk=False).find_longest_match(0, len(text), 0, len(shot))
-                    if m.size >= min_chars:
-                        copied += 1
-                        break
-            rows.append(
-                {
-                    "Task": task,
-                    "Prompt": version,
-                    "Few-shot answers": len(shots),
-                    "Parsed answers": len(parsed),
-                    f"Repeating ≥ {min_chars} characters of an example": copied,
-                }
-            )
-    return pd.DataFrame(rows)
+def copied_table(run: SaerRun) -> Styler:
+    """Per task and prompt version: parsed answers repeating a few-shot answer verbatim (:attr:`SaerRun.copied`)."""
+    columns = [*T.raw("columns.copied"), T("columns.copied_last", n=ex.COPY_MIN_CHARS)]
+    return _table(run, "copied", run.copied.to_numpy().tolist(), columns)
 
 
-# ----------------------------------------------------------------------------------------------- sentences
-def observations(run: SaerRun) -> list[str]:
-    """Plain statements computed from this run's frames (for the discussion; nothing hard-coded)."""
+def _observations(run: SaerRun) -> list[str]:
     out = []
-    pw = run.pairwise.loc[run.pairwise["status"] == "parsed"]
-    if len(pw):
-        first = 100 * float((pw["verdict"] == "Set 1").mean())
-        out.append(
-            f"In the main pairwise run the judge named the first-shown list (Set 1) in {first:.0f} % of "
-            f"{len(pw)} parsed answers."
-        )
-    adj = run.adjudicated
-    cons = adj["consistent"].dropna()
-    if len(cons):
-        out.append(
-            f"Both presentation orders agreed for {int(cons.sum())} of {len(cons)} customers; the other "
-            f"{len(cons) - int(cons.sum())} verdicts depended on position and became ties."
-        )
-        both_tie = int(((adj["adjudicated"] == TIE) & (adj["consistent"] == True)).sum())  # noqa: E712
-        if both_tie:
-            out.append(
-                f"{both_tie} of the consistent verdicts were 'Tie' in both orders: consistency by always "
-                "answering Tie carries no preference."
-            )
+    first, cons = run.position.loc["named Set 1"], run.position.loc["position consistency"]
+    if first["n"]:
+        out.append(T("notes.set_1", pct=f"{first['pct']:.0f}", n=int(first["n"])))
+    if cons["n"]:
+        out.append(T("notes.orders", count=int(cons["count"]), n=int(cons["n"]), other=int(cons["n"] - cons["count"])))
+        if both_tie := int(run.orders.loc[ORDER_OUTCOMES[1], "count"]):
+            out.append(T("notes.both_tie", n=both_tie))
+    det = run.detection.set_index("prompt_version")
     for version in run.config.prompt_versions:
-        adv = run.adversarial.loc[
-            (run.adversarial["prompt_version"] == version) & (run.adversarial["status"] == "parsed")
-        ]
-        if len(adv):
-            correct = 100 * float((adv["outcome"] == "correct").mean())
-            shown_first = 100 * float((adv["genuine_position"] == 1).mean())
-            out.append(
-                f"Adversarial, prompt {version}: {correct:.0f} % correct; the genuine list was shown first in "
-                f"{shown_first:.0f} % of these pairs (a judge that always picks Set 1 scores exactly that)."
-            )
-    p = run.pointwise.loc[(run.pointwise["prompt_version"] == run.config.main_version)]
-    parsed = p.loc[p["status"] == "parsed", "category"]
-    if len(parsed):
-        top = parsed.value_counts()
-        out.append(
-            f"Pointwise ({run.config.main_version}): {int(top.iloc[0])} of {len(parsed)} parsed labels were "
-            f"'{top.index[0]}'; {int((p['status'] != 'parsed').sum())} of {len(p)} answers were unparsed."
-        )
+        if det.loc[version, "n_parsed"]:
+            correct, shown_first = det.loc[version, ["correct_%", "genuine_first_parsed_%"]]
+            out.append(T("notes.adversarial", version=version, correct=f"{correct:.0f}", first=f"{shown_first:.0f}"))
+    if run.top_label:
+        pw = run.answers.set_index(["task", "prompt_version"]).loc[("pointwise", run.config.main_version)]
+        bad = int(pw["unparsed"] + pw["errors"])
+        label, count = run.top_label
+        out.append(T("notes.pointwise", version=run.config.main_version, count=count, parsed=int(pw["calls"]) - bad,
+                     label=label, bad=bad, calls=int(pw["calls"])))  # fmt: skip
     return out
 
 
 def run_notes(run: SaerRun) -> Callout:
-    """:func:`observations` as a note (nothing to show: a note saying no answer parsed)."""
-    lines = observations(run) or ["No answer of this run parsed: there is nothing to observe."]
-    body = "\n".join(f"- {line}" for line in lines)
-    return Callout(admonition("admonition", body, title="What this run's answers show", classes=("note",)))
+    """What this run's answers show, computed from its numbers, as a note (a note saying no answer parsed, else)."""
+    return _note(T("notes.title"), _observations(run) or [T("notes.nothing")])
 
 
-def _interval(value: float, low: float, high: float) -> str:
-    return f"{_cell(value, low, high)} %"
-
-
-def _against(low: float, high: float, reference: float) -> str:
-    """Where an interval lies relative to ``reference``: 'below', 'above' or 'includes'."""
-    if high < reference:
-        return "below"
-    if low > reference:
-        return "above"
-    return "includes"
-
-
-def _shares(frame: pd.DataFrame | pd.Series, stem: str) -> tuple[float, float, float]:
-    """(estimate, low, high) of one outcome's share from a run frame's ``<stem>_%``, ``_lo`` and ``_hi``."""
-    return float(frame[f"{stem}_%"]), float(frame[f"{stem}_lo"]), float(frame[f"{stem}_hi"])
-
-
-def _two_shares(what: str, names: tuple[str, str], a: Sequence[float], b: Sequence[float], paper: str) -> str:
-    """A takeaway comparing two shares by their intervals: separated (one ranks above) or overlapping (no rank)."""
-    head = f"{what}: {names[0]} {_interval(*a)}, {names[1]} {_interval(*b)}"
-    if a[1] > b[2] or b[1] > a[2]:
-        hi, lo = (names[0], names[1]) if a[1] > b[2] else (names[1], names[0])
-        return f"{head}. The intervals do not overlap: in this run {hi} scores higher than {lo} ({paper})."
-    return f"{head}. The intervals overlap: this run cannot rank the two ({paper})."
-
-
-def _consistency_takeaway(run: SaerRun) -> str | None:
-    """Our position consistency against the paper's: a difference only where our interval and the paper's (Wilson,
-    from its 176 of 200) do not overlap."""
-    cons = run.position.loc["position consistency"]
-    if not cons["n"]:
-        return None
-    count, n = _paper_position()
-    paper_pct = 100 * count / n
-    p_lo, p_hi = paper_interval(paper_pct, n)
-    head = (
-        f"Position consistency {_interval(cons['pct'], cons['low'], cons['high'])}, the paper's {count} of {n} = "
-        f"{_interval(paper_pct, p_lo, p_hi)} (its interval computed here)"
-    )
-    if cons["high"] < p_lo:
-        verdict = (
-            f"The intervals do not overlap: this judge's verdicts depend on the order more often than {PAPER_JUDGE}'s"
-        )
-    elif cons["low"] > p_hi:
-        verdict = (
-            f"The intervals do not overlap: this judge's verdicts depend on the order less often than {PAPER_JUDGE}'s"
-        )
-    else:
-        verdict = f"The intervals overlap: this run cannot tell this judge's consistency from {PAPER_JUDGE}'s"
-    return f"{head}. {verdict}. Read it with the tie rate: a judge that always answers Tie is perfectly consistent."
-
-
-def _detection_takeaway(run: SaerRun) -> str | None:
-    main = run.config.main_version
-    r = run.detection.set_index("prompt_version").loc[main]
-    if not r["n_parsed"]:
-        return None
-    verdict = {
-        "above": "the interval lies above 50 %: the judge tells the genuine list from a decoy more often than a coin "
-        "flip would",
-        "includes": "the interval includes 50 %: this run cannot tell the judge from one that guesses",
-        "below": "the interval lies below 50 %: the judge picks the genuine list less often than a coin flip would "
-        "(its wrong answers and ties together)",
-    }[_against(float(r["correct_lo"]), float(r["correct_hi"]), 50.0)]
-    share = _interval(*_shares(r, "correct"))
-    return f"Adversarial detection with the {_version_label(main)}: {share} correct; {verdict}."
-
-
-def _health(run: SaerRun) -> AnswerHealth:
-    return AnswerHealth.of_frames(run.pointwise, run.pairwise, run.adversarial)
+def _two_shares(what: str, ours: list[Estimate], paper: list[Estimate]) -> str:
+    """Two shares compared by their intervals: one ranks above the other only where the intervals do not overlap."""
+    lead = leader(ours)
+    verdict = T("takeaways.overlap")
+    if lead and lead.clear:
+        verdict = T("takeaways.apart", high=lead.top.name, low=lead.others[0].name)
+    return T("takeaways.two_shares", what=what, a=ours[0].named(1), b=ours[1].named(1), verdict=verdict,
+             paper_a=f"{paper[0].value:.1f}", paper_b=f"{paper[1].value:.1f}")  # fmt: skip
 
 
 def health_notes(run: SaerRun) -> list[Callout]:
     """The warning shown when no label, verdict or adversarial answer could be read (nothing otherwise)."""
-    health = _health(run)
-    if not health.n or not health.nothing_usable:
-        return []
-    return [unanswerable_warning("how the two recommenders' lists compare, or whether the judge spots a decoy", health)]
+    health = AnswerHealth.of_frames(run.pointwise, run.pairwise, run.adversarial)
+    return [unanswerable_warning(T("health_question"), health)] if health.n and health.nothing_usable else []
 
 
 def takeaways_items(run: SaerRun) -> list[str]:
-    """The chapter's key takeaways, computed from the run: each statement about a number says what its 95 %
-    interval allows (a rank only where intervals do not overlap, a difference from a reference only where the
-    interval excludes it). Measures with nothing parsed are left out; when more than a fifth of the answers could
-    not be read, the first takeaway says so."""
-    out: list[str] = []
-    health = _health(run)
+    """The key takeaways: a rank only where two intervals do not overlap, a difference from a reference only where the
+    interval excludes it; measures with nothing parsed left out, and more than a fifth unreadable said first."""
+    health = AnswerHealth.of_frames(run.pointwise, run.pairwise, run.adversarial)
     if health.nothing_usable:
-        return [
-            f"No label, verdict or adversarial answer could be read, so nothing can be measured: {health.sentence()}"
-        ]
-    if health.flagged:
-        out.append(f"The numbers below rest on the answers that could be read: {health.sentence()}")
-    a, b = ALGORITHMS
+        return [T("takeaways.nothing", health=health_sentence(health))]
+    out = [T("takeaways.flagged", health=health_sentence(health))] if health.flagged else []
     good = run.labels.loc[run.labels["category"] == CATEGORIES[0]].set_index("algorithm")
-    shares = [tuple(good.loc[alg, ["pct", "low", "high"]].astype(float)) for alg in ALGORITHMS]
-    if not any(np.isnan(s[0]) for s in shares):
-        t1 = paper_table("saer_table1").set_index(["algorithm", "category"])["saer_pct"]
-        paper = f"the paper: {t1[(a, CATEGORIES[0])]:.1f} % against {t1[(b, CATEGORIES[0])]:.1f} %"
-        out.append(_two_shares("Lists labelled Good Match", (a, b), shares[0], shares[1], paper))
-    adj = run.verdicts.iloc[1]
-    if adj["n_parsed"]:
-        t2 = paper_table("saer_table2").set_index("scope").loc["SAER Adjudicated"]
-        paper = f"the paper: {t2['cooccurrence_win_pct']:.1f} % against {t2['embedding_win_pct']:.1f} %"
-        wins = (_shares(adj, "cooccurrence_win"), _shares(adj, "embedding_win"))
-        out.append(_two_shares("Adjudicated pairwise wins", (a, b), wins[0], wins[1], paper))
-    out += [t for t in (_consistency_takeaway(run), _detection_takeaway(run)) if t]
-    det = run.detection.set_index("prompt_version")
-    main = run.config.main_version
-    others = [v for v in run.config.prompt_versions if v != main and det.loc[v, "n_parsed"]]
-    if det.loc[main, "n_parsed"] and others:
-        t3 = paper_table("saer_table3").dropna(subset=["prompt_version"]).set_index("prompt_version")["correct_pct"]
-        v = others[0]
-        paper = f"the paper: {t3[main]:.1f} % against {t3[v]:.1f} %"
-        names = (f"prompt {main}", f"prompt {v}")
-        out.append(
-            _two_shares(
-                "Adversarial detection by prompt version",
-                names,
-                _shares(det.loc[main], "correct"),
-                _shares(det.loc[v], "correct"),
-                paper,
-            )
-        )
+    shares = [Estimate.of(r["pct"], r["low"], r["high"], alg) for alg, r in good.loc[list(ALGORITHMS)].iterrows()]
+    if all(s.known for s in shares):
+        out.append(_two_shares(T("takeaways.good"), shares, [_paper(run, f"Good Match, {a}") for a in ALGORITHMS]))
+    if (adj := run.verdicts.iloc[1])["n_parsed"]:
+        wins = [_share(adj, k, alg) for k, alg in zip(("cooccurrence_win", "embedding_win"), ALGORITHMS, strict=True)]
+        out.append(_two_shares(T("takeaways.wins"), wins, [_paper(run, f"adjudicated {a} wins") for a in ALGORITHMS]))
+    if (cons := run.position.loc["position consistency"])["n"]:
+        ours, paper = Estimate.of(cons["pct"], cons["low"], cons["high"]), _paper(run, "position consistency")
+        p = run.paper.loc["position consistency"]
+        where = ("below" if ours.value < paper.value else "above") if apart(ours, paper) else "overlap"
+        verdict = T(f"takeaways.consistency_{where}", judge=T("paper_judge"))
+        out.append(T("takeaways.consistency", ours=ours.cell(1), count=int(p["count"]), n=int(p["n"]),
+                     paper=paper.cell(1), verdict=verdict))  # fmt: skip
+    det, main = run.detection.set_index("prompt_version"), run.config.main_version
+    if det.loc[main, "n_parsed"]:  # against a coin flip, then against the first other prompt with answers
+        share = _share(det.loc[main], "correct")
+        verdict = T(f"takeaways.detection_side.{side(share, 50.0)}")
+        out.append(T("takeaways.detection", prompt=_version_label(main), share=share.cell(1), verdict=verdict))
+        if others := [v for v in run.config.prompt_versions if v != main and det.loc[v, "n_parsed"]]:
+            versions = (main, others[0])
+            shares = [_share(det.loc[v], "correct", T("takeaways.prompt", version=v)) for v in versions]
+            paper_shares = [_paper(run, f"adversarial correct, {v}") for v in versions]
+            out.append(_two_shares(T("takeaways.prompts"), shares, paper_shares))
     return out

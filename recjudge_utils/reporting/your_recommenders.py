@@ -1,10 +1,12 @@
-"""Chapter 7's tables, figures and sentences: lays out the numbers :mod:`recjudge_utils.experiments.your_recommenders`
-computed (every mean, CI and tau comes from there), and says in words only what their CIs support."""
+"""Chapter 7's tables, figures and sentences, in the words of ``text/your_recommenders.yaml``: they lay out the numbers
+:mod:`recjudge_utils.experiments.your_recommenders` computed (every mean, CI, tau and count comes from there), and say
+only what the CIs support (:mod:`recjudge_utils.reporting.claims`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,412 +14,212 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
-from recjudge_utils.experiments.your_recommenders import Recovery, YourRecommendersRun
+from recjudge_utils.experiments.your_recommenders import OFFLINE, Recovery, YourRecommendersRun
+from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.lists import RecommendationLists
-from recjudge_utils.reporting.answer_health import AnswerHealth, unanswerable_warning
+from recjudge_utils.reporting.answer_health import unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout
-from recjudge_utils.reporting.display import captioned, error_bars, estimate_cell
-from recjudge_utils.reporting.figures import MARKERS, palette
+from recjudge_utils.reporting.claims import Estimate, leader, side
+from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
+from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "agreement_figure",
-    "agreement_sentences",
-    "cost_table",
-    "lists_table",
-    "plan_text",
-    "recovery_sentences",
-    "recovery_table",
-    "scale_table",
-    "separation_table",
-    "serendipity_table",
-    "takeaways_items",
-    "tau_table",
-    "unparsed_table",
-    "verdict_figure",
-    "verdict_table",
-    "win_matrix",
-]
+    "NAMES", "agreement_figure", "agreement_sentences", "cost_table", "health_notes", "lists_table", "plan_text",
+    "recovery_sentences", "recovery_table", "scale_table", "separation_table", "serendipity_table", "takeaways_items",
+    "tau_table", "unparsed_table", "verdict_figure", "verdict_table", "win_matrix",
+]  # fmt: skip
 
-NAMES = {
-    "serendipity": "Serendipity (Avg.Score@k)",
-    "arena": "Arena (share of points)",
-    "saer": "SAER (label 0-2)",
-    "precision": "Precision@k",
-    "recall": "Recall@k",
-    "ndcg": "NDCG@k",
-}
+T = chapter_text("your_recommenders")
+NAMES: dict[str, str] = T.raw("names")
+#: fewer judged users and no sentence claims anything from a bootstrap CI: too few distinct resamples (10 for 3 users)
+_MIN_USERS_FOR_CLAIMS = 10
 
 
-def _ok(x: object) -> bool:
-    try:
-        return math.isfinite(float(x))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
+def _table(key: str, rows: Sequence[Sequence[object]], precision: int = 1, **values: object) -> Styler:
+    """``rows`` under the headers ``<key>.columns``, captioned ``<key>.caption``."""
+    return captioned(pd.DataFrame(rows, columns=T.raw(f"{key}.columns")), T(f"{key}.caption", **values), precision)
+
+
+def _cell(run: YourRecommendersRun, measure: str, system: str) -> str:
+    """``mean [CI] (n=..)``; a judged measure without a value says so (never filled in), an offline one reads n/a."""
+    part = run.summary[run.summary["measure"] == measure].set_index("system")
+    r = part.loc[system] if system in part.index else pd.Series({"mean": np.nan, "n": 0})
+    if Estimate.of(r["mean"]).known:
+        return T("cells.estimate", cell=Estimate.of(r["mean"], r["low"], r["high"]).cell(), n=int(r["n"]))
+    return T("cells.na") if measure in OFFLINE else T("cells.no_parsed", n=int(r["n"]))
+
+
+def _tau(r: Any, na: str) -> str:
+    return Estimate.of(r.tau, r.low, r.high).cell(2) if pd.notna(r.tau) else T(na)
 
 
 def lists_table(lists: RecommendationLists) -> Styler:
     """The reader's report: one row per system, in words."""
-    report = lists.report().rename(
-        columns={
-            "system": "system",
-            "file": "file",
-            "format": "format",
-            "users": "users with a list",
-            "ranked_by": "ranked by",
-            "ties_broken": "score ties broken by item id",
-            "short_lists": f"lists shorter than {lists.top_k}",
-            "seen_items": "items already in training",
-            "seen": "those items",
-        }
-    )
-    return captioned(report, f"The systems read, cut to their top {lists.top_k}", precision=0)
+    words = {c: T(f"lists.columns.{c}", k=lists.top_k) for c in T.raw("lists.columns")}
+    return captioned(lists.report().rename(columns=words), T("lists.caption", k=lists.top_k), precision=0)
 
 
 def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n_users: int) -> str:
     """What the judge is about to be asked, protocol by protocol, before any call."""
-    parts = [f"{calls[p]:,} {p}" for p in protocols]
-    return (
-        f"**Before judging:** {n_systems} systems x {n_users} users; at most {', '.join(parts)} judge calls "
-        f"({sum(calls[p] for p in protocols):,} in all; serendipity judges each distinct (user, item) pair once, so "
-        "lists that share items cost less, and answers already in the cache cost nothing)."
-    )
+    parts = ", ".join(f"{calls[p]:,} {p}" for p in protocols)
+    return T("plan", systems=n_systems, users=n_users, parts=parts, total=f"{sum(calls[p] for p in protocols):,}")
+
+
+def _system_table(run: YourRecommendersRun, headers: dict[str, str], caption: str) -> Styler:
+    """One row per system, one :func:`_cell` per measure (``headers``: measure -> column header)."""
+    cells = {h: [_cell(run, m, s) for s in run.panel.systems] for m, h in headers.items()}
+    return captioned(pd.DataFrame({"system": run.panel.systems, **cells}), caption)
 
 
 def verdict_table(run: YourRecommendersRun) -> Styler:
-    """System x measure, every cell ``estimate [95% CI]`` (n users); the protocols first, then the offline metrics."""
-    frame = run.summary
-    systems = run.panel.systems
-    columns = {}
-    for m in run.measures:
-        part = frame[frame["measure"] == m].set_index("system")
-        cells = []
-        for s in systems:
-            if s not in part.index or not _ok(part.loc[s, "mean"]):
-                n = int(part.loc[s, "n"]) if s in part.index else 0
-                cells.append(f"no parsed judgment (n={n})" if m in run.config.protocols else "n/a")
-            else:
-                r = part.loc[s]
-                cells.append(f"{estimate_cell(r['mean'], r['low'], r['high'])} (n={int(r['n'])})")
-        columns[NAMES[m]] = cells
-    table = pd.DataFrame({"system": systems, **columns})
-    return captioned(
-        table,
-        f"Each system under each protocol (judge: {run.judge_name}; {len(run.panel.users)} judged users) and "
-        "offline on the test split (every evaluation user with lists): mean over users [95% bootstrap CI]",
-    )
+    """System x measure, every cell ``estimate [95% CI] (n users)``; the protocols first, then the offline metrics."""
+    caption = T("verdicts.caption", judge=run.judge_name, users=len(run.panel.users))
+    return _system_table(run, {m: NAMES[m] for m in run.measures}, caption)
 
 
 def serendipity_table(run: YourRecommendersRun) -> Styler | str:
-    """The serendipity paper's three list metrics per system (Avg.Score@k ranks the systems for the protocol; P_ser@k
-    and N_ser@k count items the judge scores 4 or 5), each ``estimate [95% CI] (n)`` over the judged users."""
-    frame = run.summary[run.summary["measure"].isin(["serendipity", "p_ser", "n_ser"])]
-    if "serendipity" not in run.config.protocols or frame.empty:
-        return "The serendipity protocol was not run."
-    columns = {"serendipity": "Avg.Score@k (1-5)", "p_ser": "P_ser@k", "n_ser": "N_ser@k"}
-    rows = []
-    for s in run.panel.systems:
-        row = {"system": s}
-        for m, header in columns.items():
-            part = frame[(frame["measure"] == m) & (frame["system"] == s)]
-            r = part.iloc[0] if len(part) else None
-            row[header] = (
-                f"{estimate_cell(r['mean'], r['low'], r['high'])} (n={int(r['n'])})"
-                if r is not None and _ok(r["mean"])
-                else f"no parsed judgment (n={0 if r is None else int(r['n'])})"
-            )
-        rows.append(row)
-    return captioned(
-        pd.DataFrame(rows),
-        "The serendipity protocol in the paper's three numbers: the mean score of a list, and the share (P_ser) and "
-        "discounted share (N_ser) of its slots holding an item the judge scores 4 or 5; mean over the judged users "
-        "[95% bootstrap CI]",
-    )
+    """The serendipity paper's Avg.Score@k (the protocol's ranking), P_ser@k and N_ser@k per system."""
+    headers: dict[str, str] = T.raw("serendipity.columns")
+    if "serendipity" not in run.config.protocols or not run.summary["measure"].isin(list(headers)).any():
+        return T("serendipity.not_run")
+    return _system_table(run, headers, T("serendipity.caption"))
 
 
 def verdict_figure(run: YourRecommendersRun) -> Figure:
     """One panel per measure: each system's mean with its CI, systems in the same order in every panel."""
-    measures = run.measures
-    systems = run.panel.systems
+    measures, systems, y = run.measures, run.panel.systems, np.arange(len(run.panel.systems))
     cols = min(3, len(measures))
     rows = math.ceil(len(measures) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 0.6 + 0.32 * len(systems) * rows), squeeze=False)
-    colours = palette(len(measures))
-    for k, m in enumerate(measures):
-        ax = axes[k // cols][k % cols]
-        part = run.summary[run.summary["measure"] == m].set_index("system").reindex(systems)
-        y = np.arange(len(systems))
+    for ax in axes.flat[len(measures) :]:
+        ax.set_visible(False)
+    for k, ax in enumerate(axes.flat[: len(measures)]):
+        part = run.summary[run.summary["measure"] == measures[k]].set_index("system").reindex(systems)
         v = part["mean"].astype(float)
-        ax.errorbar(
-            v, y, xerr=error_bars(v, part["low"], part["high"]), fmt=MARKERS[k % len(MARKERS)],
-            color=colours[k], capsize=3,
-        )  # fmt: skip
+        ax.errorbar(v, y, xerr=error_bars(v, part["low"], part["high"]), fmt=MARKERS[k % len(MARKERS)],
+                    color=palette(len(measures))[k], capsize=3)  # fmt: skip
         ax.set_yticks(y, systems if k % cols == 0 else [""] * len(systems))
         ax.invert_yaxis()
-        ax.set_title(NAMES[m], fontsize=9)
+        ax.set_title(NAMES[measures[k]], fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    for k in range(len(measures), rows * cols):
-        axes[k // cols][k % cols].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return done(fig)
 
 
 def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | str:
     """Per protocol and reason: the answers that could not be read (never filled in), with a few raw answers."""
-    rows = []
-    for protocol, frame in run.judgments.items():
-        bad = frame[frame["status"] != "parsed"]
-        for reason, grp in bad.groupby(bad["reason"].fillna("no reason given"), sort=False):
-            raw = [str(t)[:160].replace("\n", " ") for t in grp["raw_text"].dropna().head(examples)]
-            rows.append(
-                {
-                    "protocol": protocol,
-                    "answers": f"{len(grp)} of {len(frame)}",
-                    "why": str(reason)[:200],
-                    "raw answers (first 160 characters)": " | ".join(raw) or "(none)",
-                }
-            )
-    if not rows:
-        return "Every answer of this run's judge could be read."
-    return captioned(pd.DataFrame(rows), "Answers that could not be read, by protocol and reason", precision=0)
-
-
-def _health(run: YourRecommendersRun) -> AnswerHealth:
-    return AnswerHealth.of_frames(*run.judgments.values())
+    rows = [[r.protocol, T("unparsed.answers", bad=r.bad, total=r.total), r.reason[:200] or T("unparsed.no_reason"),
+             " | ".join(r.raw) or T("unparsed.no_raw")] for r in run.unparsed(examples).itertuples()]  # fmt: skip
+    return _table("unparsed", rows, precision=0) if rows else T("unparsed.none")
 
 
 def health_notes(run: YourRecommendersRun) -> list[Callout]:
-    """The warning shown when none of the judge's answers, under any protocol, could be read (nothing otherwise):
-    the offline metrics still stand."""
-    health = _health(run)
-    if not health.n or not health.nothing_usable:
-        return []
-    return [unanswerable_warning("how the protocols rank your systems (the offline metrics need no judge)", health)]
+    """The warning when no answer under any protocol could be read (nothing otherwise): the offline metrics stand."""
+    health = AnswerHealth.of_frames(*run.judgments.values())
+    return [unanswerable_warning(T("health_question"), health)] if health.n and health.nothing_usable else []
 
 
 def win_matrix(run: YourRecommendersRun) -> Styler | str:
     """Arena: the row system's share of points against the column system over the duels with a verdict (n)."""
-    duels = run.duels
-    if duels.empty or "overall" not in duels:
-        return "No Arena duel was judged in this run."
-    points = {"win": 1.0, "tie": 0.5, "lose": 0.0}
-    systems = run.panel.systems
-    cells = pd.DataFrame("", index=systems, columns=systems)
-    for (x, y), grp in duels.groupby(["x", "y"], sort=False):
-        scored = [points[o] for o in grp["overall"] if o in points]
-        if not scored:
-            cells.loc[x, y] = cells.loc[y, x] = f"no verdict (n={len(grp)})"
-            continue
-        share = float(np.mean(scored))
-        cells.loc[x, y] = f"{share:.2f} (n={len(scored)})"
-        cells.loc[y, x] = f"{1 - share:.2f} (n={len(scored)})"
-    for s in systems:
-        cells.loc[s, s] = "-"
-    return cells.style.set_caption(
-        "Arena, both orders adjudicated: the row system's share of points against the column system (win 1, tie "
-        "1/2); n = duels with a verdict"
-    )
+    points, systems = run.duel_points(), run.panel.systems
+    if points.empty:
+        return T("wins.none")
+    cells = pd.DataFrame([["-" if x == y else "" for y in systems] for x in systems], index=systems, columns=systems)
+    for r in points.itertuples(index=False):
+        cells.loc[r.x, r.y] = T("wins.cell", share=f"{r.share:.2f}", n=r.n) if r.n else T("wins.no_verdict", n=r.duels)
+        cells.loc[r.y, r.x] = T("wins.cell", share=f"{1 - r.share:.2f}", n=r.n) if r.n else cells.loc[r.x, r.y]
+    return captioned(cells.rename_axis("").reset_index(), T("wins.caption"))
 
 
 def tau_table(run: YourRecommendersRun) -> Styler:
     """Kendall's tau between every two measures' system rankings, with the bootstrap CI over users."""
-    rows = [
-        {
-            "measure": NAMES[r.a],
-            "against": NAMES[r.b],
-            "Kendall tau [95% CI]": estimate_cell(r.tau, r.low, r.high, digits=2)
-            if _ok(r.tau)
-            else "n/a (a ranking is constant or missing)",
-            "systems": r.n_systems,
-            "users": r.n_users,
-        }
-        for r in run.taus.itertuples(index=False)
-    ]
-    return captioned(
-        pd.DataFrame(rows),
-        "Do two measures rank the systems alike? Kendall's tau-b of the system means; 95% bootstrap CI over the "
-        "judged users",
-        precision=0,
-    )
+    rows = [[NAMES[r.a], NAMES[r.b], _tau(r, "taus.na"), r.n_systems, r.n_users] for r in run.taus.itertuples()]
+    return _table("taus", rows, precision=0)
 
 
 def agreement_figure(run: YourRecommendersRun) -> Figure:
     """The tau table as a heat map (blank: not computable)."""
-    names = [NAMES[m] for m in run.measures]
-    matrix = pd.DataFrame(np.nan, index=names, columns=names)
-    for r in run.taus.itertuples(index=False):
-        matrix.loc[NAMES[r.a], NAMES[r.b]] = matrix.loc[NAMES[r.b], NAMES[r.a]] = r.tau
-    for n in names:
-        matrix.loc[n, n] = 1.0
+    names, values = [NAMES[m] for m in run.measures], run.tau_matrix().to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(6.4, 5.0))
-    image = ax.imshow(matrix.to_numpy(dtype=float), cmap="cividis", vmin=-1, vmax=1)
+    image = ax.imshow(values, cmap="cividis", vmin=-1, vmax=1)
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     ax.set_yticks(range(len(names)), names, fontsize=8)
-    for i in range(len(names)):
-        for j in range(len(names)):
-            v = matrix.iat[i, j]
-            ax.text(j, i, "n/a" if not _ok(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
-                    color="white" if _ok(v) and v < 0.2 else "black")  # fmt: skip
-    fig.colorbar(image, ax=ax, label="Kendall tau")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, T("taus.na_cell") if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if v < 0.2 else "black")  # fmt: skip
+    fig.colorbar(image, ax=ax, label=T("taus.colorbar"))
+    return done(fig)
 
 
 def separation_table(run: YourRecommendersRun) -> Styler:
-    """Per measure: how many pairs of systems its CIs separate, and which."""
-    rows = []
-    for m in run.measures:
-        part = run.separation[run.separation["measure"] == m]
-        sep = part[part["separated"]]
-        rows.append(
-            {
-                "measure": NAMES[m],
-                "pairs separated": f"{len(sep)} of {len(part)}",
-                "which (higher first)": "; ".join(
-                    f"{r.a} > {r.b}" if r.difference > 0 else f"{r.b} > {r.a}" for r in sep.itertuples(index=False)
-                )
-                or "none",
-            }
-        )
-    return captioned(
-        pd.DataFrame(rows),
-        "Which pairs of systems each measure separates: the paired 95% bootstrap CI of the difference excludes 0",
-        precision=0,
-    )
+    """Per measure: how many pairs of systems its CIs separate, and which (the higher first)."""
+    rows = [
+        [NAMES[m], T("separation.count", separated=r.separated, pairs=r.pairs),
+         "; ".join(T("separation.higher", higher=h, lower=low) for h, low in r.which) or T("separation.none")]
+        for m, r in run.separated_counts().iterrows()
+    ]  # fmt: skip
+    return _table("separation", rows, precision=0)
 
 
 def cost_table(run: YourRecommendersRun) -> Styler:
     """Per protocol: this run's judgments (parsed), paid calls, tokens and dollars spent."""
     rows = [
-        {
-            "protocol": u.protocol,
-            "judgments (parsed)": f"{int(u.judgments):,} ({int(u.parsed):,})",
-            "paid calls": f"{int(u.api_calls):,}",
-            "tokens in / out": f"{int(u.prompt_tokens):,} / {int(u.completion_tokens):,}",
-            "US$ spent": f"{float(u.usd):.4f}" if _ok(u.usd) else "unknown price",
-        }
-        for u in run.usage().itertuples(index=False)
-    ]
-    return captioned(
-        pd.DataFrame(rows), f"What each protocol cost in this run (judge: {run.judge_name}; cache hits cost nothing)"
-    )
+        [u.protocol, T("cost.judgments", judgments=f"{u.judgments:,}", parsed=f"{u.parsed:,}"), f"{u.api_calls:,}",
+         T("cost.tokens", tokens_in=f"{u.prompt_tokens:,}", tokens_out=f"{u.completion_tokens:,}"),
+         f"{u.usd:.4f}" if pd.notna(u.usd) else T("cost.unknown_price")] for u in run.usage().itertuples()
+    ]  # fmt: skip
+    return _table("cost", rows, judge=run.judge_name)
 
 
 def scale_table(at_scale: pd.DataFrame) -> Styler | str:
     """The estimate at scale (:func:`~recjudge_utils.experiments.your_recommenders.cost_at_scale`), in words."""
     if at_scale.empty:
-        return "No protocol was judged: there is nothing to scale."
-    shown = at_scale.drop(columns=["judgments here"]).copy()
-    for col in shown.columns:
-        if col.startswith("US$ "):
-            shown[col] = shown[col].map(lambda v: f"{v:,.2f}")
-        elif col.startswith("tokens") or col.startswith("judgments,"):
-            shown[col] = shown[col].map(lambda v: f"{v:,.0f}")
-    return captioned(
-        shown,
-        "An estimate at scale: this run's tokens per judgment times the judgments there, at list prices "
-        "(`python -m recjudge_utils.book plan` counts it exactly)",
-    )
-
-
-#: fewer judged users than this and no sentence claims anything from a bootstrap CI: n users have only
-#: C(2n - 1, n) distinct resamples (10 for 3 users), too few for a percentile interval to mean much
-MIN_USERS_FOR_CLAIMS = 10
-
-
-def _tau_words(tau: float, low: float, high: float) -> str:
-    return f"tau {estimate_cell(tau, low, high, digits=2)}"
+        return T("cost.nothing_to_scale")
+    shown = at_scale.drop(columns=["judgments here"])
+    for col in [c for c in shown.columns if c.startswith(("US$ ", "tokens", "judgments,"))]:
+        shown[col] = shown[col].map(("{:,.2f}" if col.startswith("US$ ") else "{:,.0f}").format)
+    return captioned(shown, T("cost.scale_caption"))
 
 
 def agreement_sentences(run: YourRecommendersRun) -> list[str]:
-    """One sentence per pair of protocols, and per protocol against Precision@k, each saying only what the CI
-    supports."""
-    out = []
-    pairs = run.taus[
-        run.taus["a"].isin(run.config.protocols)
-        & (run.taus["b"].isin(run.config.protocols) | (run.taus["b"] == "precision"))
-    ]
-    for r in pairs.itertuples(index=False):
-        a, b = NAMES[r.a], NAMES[r.b]
-        if not _ok(r.tau):
-            out.append(f"{a} and {b}: no tau (a ranking is constant or has fewer than two systems with a value).")
-        elif r.n_users < MIN_USERS_FOR_CLAIMS:
-            out.append(
-                f"{a} and {b}: tau {r.tau:.2f} over only {r.n_users} users, whose bootstrap has at most "
-                f"{math.comb(2 * r.n_users - 1, r.n_users)} distinct resamples: too few to say whether they agree."
-            )
-        elif not (_ok(r.low) and _ok(r.high)):
-            out.append(f"{a} and {b}: tau {r.tau:.2f} with no CI ({r.n_users} users): nothing can be concluded.")
-        elif r.low > 0:
-            out.append(f"{a} and {b} rank the systems alike: {_tau_words(r.tau, r.low, r.high)}, a CI above 0.")
-        elif r.high < 0:
-            out.append(f"{a} and {b} rank the systems in opposite orders: {_tau_words(r.tau, r.low, r.high)}.")
-        else:
-            out.append(
-                f"{a} and {b}: {_tau_words(r.tau, r.low, r.high)}; the CI includes 0, so this run cannot say "
-                "whether they agree."
-            )
+    """Per pair of protocols, and per protocol against Precision@k: only what the CI of tau supports."""
+    protocols, out = run.config.protocols, []
+    for r in run.taus.itertuples(index=False):
+        if r.a not in protocols or (r.b not in protocols and r.b != "precision"):
+            continue
+        tau = Estimate.of(r.tau, r.low, r.high)
+        key = "no_tau" if not tau.known else "few" if r.n_users < _MIN_USERS_FOR_CLAIMS else side(tau, 0.0)
+        words = {"a": NAMES[r.a], "b": NAMES[r.b], "tau": f"{r.tau:.2f}", "cell": tau.cell(2), "users": r.n_users}
+        out.append(T(f"agreement.{key}", resamples=r.resamples, **words))
     return out
 
 
 def recovery_table(recovery: Recovery) -> Styler:
     """The simulated judge's section: each protocol's noisy ranking against its truth and against Precision@k."""
-    rows = [
-        {
-            "protocol": NAMES[r.protocol],
-            "against": r.against,
-            "Kendall tau [95% CI]": estimate_cell(r.tau, r.low, r.high, digits=2) if _ok(r.tau) else "n/a",
-            "users": r.n_users,
-        }
-        for r in recovery.taus.itertuples(index=False)
-    ]
+    rows = [[NAMES[r.protocol], r.against, _tau(r, "recovery.na"), r.n_users] for r in recovery.taus.itertuples()]
     model = ", ".join(f"{k} {v:g}" for k, v in recovery.error_model.items() if v)
-    return captioned(
-        pd.DataFrame(rows),
-        f"SIMULATED JUDGE (never an LLM; error model: {model}): how well each protocol's ranking recovers the truth",
-        precision=0,
-    )
+    return _table("recovery", rows, precision=0, model=model)
 
 
 def recovery_sentences(recovery: Recovery) -> list[str]:
-    """Which protocol recovers its truth best, said only when the CIs do not overlap; else that they cannot be told
-    apart."""
+    """Which protocol recovers its truth best, said only when the CIs do not overlap (else that none can be told)."""
     own = recovery.taus[recovery.taus["against"].str.startswith("its own")]
-    ok = own[[_ok(t) and _ok(lo) and _ok(hi) for t, lo, hi in zip(own["tau"], own["low"], own["high"], strict=True)]]
-    if ok.empty:
-        return ["No protocol's recovery of its truth has a CI in this run: nothing can be concluded."]
-    top = ok[ok["tau"] >= ok["tau"].max() - 1e-9]
-    if len(top) > 1:
-        names = " and ".join(NAMES[p] for p in top["protocol"])
-        return [
-            f"With this simulated judge, {names} recover their truth equally well (tau {top['tau'].iloc[0]:.2f}): this "
-            "run cannot rank the protocols by how well they recover the truth."
-        ]
-    best = top.iloc[0]
-    others = ok[ok["protocol"] != best["protocol"]]
-    clear = [r.protocol for r in others.itertuples(index=False) if r.high < best["low"]]
-    sentence = (
-        f"With this simulated judge, {NAMES[best['protocol']]} recovers its truth best "
-        f"({_tau_words(best['tau'], best['low'], best['high'])})"
-    )
-    if clear and len(clear) == len(others):
-        return [sentence + f", clearly above {', '.join(NAMES[p] for p in clear)} (the CIs do not overlap)."]
-    overlapping = ", ".join(NAMES[r.protocol] for r in others.itertuples(index=False) if r.protocol not in clear)
-    return [sentence + f"; its CI overlaps {overlapping}, so this run cannot rank the protocols by how well they "
-            "recover the truth."]  # fmt: skip
+    found = [e for r in own.itertuples() if (e := Estimate.of(r.tau, r.low, r.high, NAMES[r.protocol])).has_ci]
+    lead = leader(found)
+    if lead is None:
+        return [T("recovery.none")]
+    tied = [e for e in found if e.value >= lead.top.value - 1e-9]
+    if len(tied) > 1:
+        return [T("recovery.tied", names=" and ".join(e.name for e in tied), tau=f"{tied[0].value:.2f}")]
+    best = T("recovery.best", name=lead.top.name, cell=lead.top.cell(2))
+    key, named = ("clear", lead.others) if lead.clear else ("overlap", lead.overlapping or ())
+    return [T(f"recovery.{key}", best=best, names=", ".join(e.name for e in found if e in named))]
 
 
 def takeaways_items(run: YourRecommendersRun) -> list[str]:
     """The chapter's takeaways, computed from this run."""
-    usage = run.usage()
-    parsed = ", ".join(f"{r.parsed} of {r.judgments} {r.protocol} answers" for r in usage.itertuples(index=False))
-    items = [f"This run's judge ({run.judge_name}) gave readable answers to {parsed}."]
-    sep = run.separation.groupby("measure")["separated"].sum()
-    items.append(
-        "Pairs of systems separated by a 95% CI: "
-        + "; ".join(f"{NAMES[m]} {int(sep.get(m, 0))}" for m in run.measures)
-        + f" (of {len(run.panel.systems) * (len(run.panel.systems) - 1) // 2})."
-    )
-    items += agreement_sentences(run)[:3]
-    return items
+    usage, counts = run.usage()[["parsed", "judgments", "protocol"]], run.separated_counts()["separated"]
+    parsed = ", ".join(T("takeaways.parsed_part", **r) for r in usage.to_dict("records"))
+    separated = "; ".join(T("takeaways.separated_part", name=NAMES[m], n=n) for m, n in counts.items())
+    said = T("takeaways.parsed", judge=run.judge_name, parsed=parsed)
+    return [said, T("takeaways.separated", counts=separated, pairs=run.system_pairs), *agreement_sentences(run)[:3]]

@@ -34,21 +34,19 @@ from recjudge_utils.splitting.temporal import UnseenReport, positive_interaction
 __all__ = [
     "COLUMNS",
     "INTER_HEADER",
-    "SPLITS",
     "ExportError",
     "ExportedSplit",
     "TemporalFold",
     "check_fold",
     "export_split",
     "temporal_fold",
-    "valid_folds",
 ]
 
 COLUMNS = ("user", "item", "rating", "timestamp")
-SPLITS = ("train", "valid", "test")
+_SPLITS = ("train", "valid", "test")
 #: RecBole's typed header: ids as tokens (RecBole remaps them internally), rating and time as floats
 INTER_HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float"
-LISTS_FOLDER = "lists"
+_LISTS_FOLDER = "lists"
 
 
 class ExportError(ValueError):
@@ -124,7 +122,7 @@ class _Export:
     final: Path
 
 
-def valid_folds(n_slices: int = 10, train_slices: int = 6) -> range:
+def _valid_folds(n_slices: int = 10, train_slices: int = 6) -> range:
     """The folds the temporal split has: fold ``f`` needs slices ``f .. f + train_slices + 1``."""
     return range(max(0, n_slices - train_slices - 1))
 
@@ -134,7 +132,7 @@ def check_fold(fold: int, n_slices: int = 10, train_slices: int = 6) -> None:
 
     The wording is :func:`~recjudge_utils.splitting.temporal.split_global_time`'s, plus the list of valid folds.
     """
-    folds = valid_folds(n_slices, train_slices)
+    folds = _valid_folds(n_slices, train_slices)
     if fold not in folds:
         last = fold + train_slices + 1
         listed = ", ".join(map(str, folds)) or "none"
@@ -204,7 +202,7 @@ def _split(
         raise ExportError(f"{dataset.name} has no ratings >= {threshold:g}: there is no split to export")
     split = split_fold(pos, fold, n_slices, train_slices)
     # only the four columns the files carry: a loader's extra columns (MIND's "source") are not part of the split
-    frames = {name: _tidy(frame) for name, frame in zip(SPLITS, (split.train, split.valid, split.test), strict=True)}
+    frames = {name: _tidy(frame) for name, frame in zip(_SPLITS, (split.train, split.valid, split.test), strict=True)}
     slices = {"train": (fold, fold + train_slices - 1), "valid": (fold + train_slices,) * 2}
     slices["test"] = (fold + train_slices + 1,) * 2
     spans = {name: split.span(first, last) for name, (first, last) in slices.items()}
@@ -236,10 +234,10 @@ def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
 def _write_all(staging: Path, export: _Export) -> list[Path]:
     """Every file of the export, written into ``staging``; returns their paths in the order they were written."""
     frames, name = export.frames, export.name
-    paths = [staging / f"{split}.csv" for split in SPLITS]
-    for split, path in zip(SPLITS, paths, strict=True):
+    paths = [staging / f"{split}.csv" for split in _SPLITS]
+    for split, path in zip(_SPLITS, paths, strict=True):
         _write_csv(frames[split], path)
-    for split in SPLITS:
+    for split in _SPLITS:
         paths.append(staging / f"{name}.{split}.inter")
         _write_inter(frames[split], paths[-1])
     paths.append(staging / "items.csv")
@@ -248,7 +246,7 @@ def _write_all(staging: Path, export: _Export) -> list[Path]:
     _write_users(export.eval_users, paths[-1])
     paths.append(staging / "README.md")
     _write_readme(paths[-1], export)
-    (staging / LISTS_FOLDER).mkdir()
+    (staging / _LISTS_FOLDER).mkdir()
     return paths
 
 
@@ -318,7 +316,7 @@ def _readme(export: _Export) -> str:
     name, dataset, fold, frames = export.name, export.dataset, export.fold, export.frames
     eval_users, facts, final = export.eval_users, export.facts, export.final
     rows = []
-    for split in SPLITS:
+    for split in _SPLITS:
         frame, (first, last), span = frames[split], facts.slices[split], facts.spans[split]
         slices = f"{first}..{last}" if last > first else str(first)
         dates = f"{_date(span[0])} | {_date(span[1])} | {span[0]} | {span[1]}" if span else "- | - | - | -"
@@ -335,7 +333,7 @@ def _readme(export: _Export) -> str:
             f"their item never occurs in training; {len(frames[split]):,} kept."
         )
     n_eval = len(eval_users)
-    lists = final / LISTS_FOLDER
+    lists = final / _LISTS_FOLDER
     stand_in = "" if dataset.is_real else " **This is a stand-in, not the paper's data.**"
     last_slice = facts.slices["test"][1]
     first_train, last_train = facts.slices["train"]
@@ -345,7 +343,7 @@ def _readme(export: _Export) -> str:
         f"| `{name}.train.inter`, `{name}.valid.inter`, `{name}.test.inter` | the same rows as RecBole atomic files "
         f"(tab-separated, header `{INTER_HEADER.replace(chr(9), ' ')}`) |",
     ]
-    folds = ", ".join(map(str, valid_folds(facts.n_slices, facts.train_slices)))
+    folds = ", ".join(map(str, _valid_folds(facts.n_slices, facts.train_slices)))
     defaults = (facts.n_slices, facts.train_slices, facts.threshold) == (10, 6, 4)
     not_chapter_2 = (
         ""

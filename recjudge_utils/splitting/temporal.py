@@ -30,12 +30,13 @@ test set and the rest train; users with too short a history stay entirely in tra
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-REQUIRED = ("user", "item", "timestamp")
+_REQUIRED = ("user", "item", "timestamp")
 
 
 def positive_interactions(df: pd.DataFrame, threshold: float = 4) -> pd.DataFrame:
@@ -46,7 +47,7 @@ def positive_interactions(df: pd.DataFrame, threshold: float = 4) -> pd.DataFram
 
 
 def _sorted_by_time(interactions: pd.DataFrame) -> pd.DataFrame:
-    missing = set(REQUIRED) - set(interactions.columns)
+    missing = set(_REQUIRED) - set(interactions.columns)
     if missing:
         raise ValueError(f"interactions lack columns {sorted(missing)}")
     return interactions.sort_values(["timestamp", "user", "item"], kind="mergesort").reset_index(drop=True)
@@ -84,8 +85,8 @@ def split_global_time(
     valid = ordered.iloc[bounds[fold + train_slices] : bounds[fold + train_slices + 1]].reset_index(drop=True)
     test = ordered.iloc[bounds[last] : bounds[last + 1]].reset_index(drop=True)
     if drop_unseen:
-        valid = restrict_to_train(valid, train)
-        test = restrict_to_train(test, train)
+        valid = _restrict_to_train(valid, train)
+        test = _restrict_to_train(test, train)
     return train, valid, test
 
 
@@ -114,7 +115,7 @@ def split_fold(positives: pd.DataFrame, fold: int, n_slices: int = 10, train_sli
     """Fold ``fold`` of :func:`split_global_time` over ``positives``, its raw evaluation slices and spans."""
     train, raw_valid, raw_test = split_global_time(positives, n_slices, train_slices, fold=fold, drop_unseen=False)
     # the unseen rule applied here, not by a second split: the same frames split_global_time(drop_unseen=True) gives
-    valid, test = restrict_to_train(raw_valid, train), restrict_to_train(raw_test, train)
+    valid, test = _restrict_to_train(raw_valid, train), _restrict_to_train(raw_test, train)
     ordered = _sorted_by_time(positives)
     return FoldSplit(
         fold=fold,
@@ -129,7 +130,7 @@ def split_fold(positives: pd.DataFrame, fold: int, n_slices: int = 10, train_sli
     )
 
 
-def restrict_to_train(frame: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
+def _restrict_to_train(frame: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
     """Drop rows whose user or item does not occur in ``train``."""
     keep = frame["user"].isin(train["user"].unique()) & frame["item"].isin(train["item"].unique())
     return frame.loc[keep].reset_index(drop=True)
@@ -175,13 +176,19 @@ def last_items(train: pd.DataFrame, n: int = 10) -> dict[int, list[int]]:
     return {int(u): list(map(int, g)) for u, g in tail.groupby("user", sort=True)["item"]}
 
 
-def split_last_n(interactions: pd.DataFrame, n_test: int = 10, min_train: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_last_n(
+    interactions: pd.DataFrame, n_test: int = 10, min_train: int = 5, users: Iterable[int] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-user temporal split: each user's last ``n_test`` interactions (by timestamp, ties by item) are test.
 
-    Users with fewer than ``n_test + min_train`` interactions stay entirely in training.
+    Users with fewer than ``n_test + min_train`` interactions stay entirely in training, and so does everyone not in
+    ``users`` when it is given (SAER holds out only its sampled customers' future). Both frames come sorted by user,
+    timestamp and item (the order the data loaders give).
     """
     ordered = interactions.sort_values(["user", "timestamp", "item"], kind="mergesort").reset_index(drop=True)
     size = ordered.groupby("user")["item"].transform("size")
     rank_from_end = ordered.groupby("user").cumcount(ascending=False)
     is_test = (rank_from_end < n_test) & (size >= n_test + min_train)
+    if users is not None:
+        is_test &= ordered["user"].isin(list(users))
     return ordered.loc[~is_test].reset_index(drop=True), ordered.loc[is_test].reset_index(drop=True)

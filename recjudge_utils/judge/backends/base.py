@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -32,15 +32,19 @@ __all__ = ["Backend", "CallOutcome", "ChatBackend", "Job", "Plan"]
 
 @dataclass(frozen=True)
 class Plan:
-    """The call a backend would make for a request: the body it sends and the cache key of the answer."""
+    """The call a backend would make for a request: the body it sends and the cache key of the answer.
+
+    ``version`` is how many adaptations the backend had made when it planned the call: a plan made before a later
+    adaptation is made again before it is sent, and only then (:meth:`ChatBackend.adaptation_version`)."""
 
     params: dict[str, object]
     key: str
     messages_hash: str
+    version: int = 0
 
     @classmethod
     def build(cls, params: dict[str, object], key: str) -> Plan:
-        """A plan of these request parameters under this cache key."""
+        """A plan of these request parameters under a key made elsewhere (a panel's verdict, a stored call)."""
         msgs = params.get("messages", [])
         return cls(params=params, key=key, messages_hash=messages_hash(msgs if isinstance(msgs, list) else []))
 
@@ -54,22 +58,28 @@ class Plan:
         model: str,
         response_format: dict | None = None,
         extra: dict | None = None,
+        sampling: Mapping[str, object] | None = None,
+        version: int = 0,
     ) -> Plan:
-        """The plan for ``request`` sent as ``params``: its cache key covers the request's messages, sampling and
-        template, the backend's identity, and ``extra`` (whatever else changes this backend's answer)."""
+        """The plan for ``request`` sent as ``params``, keyed by the one cache-key rule: the request's messages and
+        template, its sampling (``sampling`` overrides temperature, seed and max_tokens with what is actually sent),
+        the backend's identity, the response format, and ``extra`` (whatever else changes this backend's answer)."""
+        sent: dict[str, object] = {"temperature": request.temperature, "seed": request.seed,
+                                   "max_tokens": request.max_tokens}  # fmt: skip
+        sent.update(sampling or {})
         key = cache_key(
             endpoint=endpoint,
             model=model,
             messages=[dict(m) for m in request.messages],
-            temperature=request.temperature,
-            seed=request.seed,
-            max_tokens=request.max_tokens,
+            temperature=sent["temperature"],  # type: ignore[arg-type]
+            seed=sent["seed"],  # type: ignore[arg-type]
+            max_tokens=sent["max_tokens"],  # type: ignore[arg-type]
             response_format=response_format,
             template_id=request.template_id,
             template_version=request.template_version,
             extra=extra,
         )
-        return cls.build(params, key)
+        return replace(cls.build(params, key), version=version)
 
 
 @dataclass(frozen=True)
@@ -175,11 +185,14 @@ class ChatBackend(Backend):
     #: how many rejected parameters one request may shed before it counts as an error
     MAX_ADAPTATIONS = 8
 
+    def adaptation_version(self) -> int:
+        """How many adaptations the backend has made (0 for a backend that never adapts)."""
+        return 0
+
     def _one(self, job: Job, lookup: Lookup, policy: RetryPolicy) -> CallOutcome:
         plan = job.plan
-        current = self.plan(job.request)  # another thread may have adapted the request since planning
-        if current.key != plan.key:
-            plan = current
+        if plan.version != self.adaptation_version():  # another thread adapted the request since planning
+            plan = self.plan(job.request)
             hit = lookup(plan.key)
             if hit is not None:
                 return CallOutcome(plan, hit, from_cache=True)

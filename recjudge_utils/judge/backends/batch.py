@@ -27,18 +27,18 @@ from recjudge_utils.judge.backends.base import CallOutcome, Deliver, Job, Lookup
 from recjudge_utils.judge.backends.openai_compatible import OpenAICompatibleBackend, compact_response
 from recjudge_utils.judge.transport import RetryPolicy, call_with_retries
 
-__all__ = ["BATCH_ENDPOINT", "BatchBackend", "write_batch_file"]
+__all__ = ["BatchBackend"]
 
-BATCH_ENDPOINT = "/v1/chat/completions"
+_BATCH_ENDPOINT = "/v1/chat/completions"
 _TERMINAL = {"completed", "failed", "expired", "cancelled"}
 
 
-def write_batch_file(path: Path, items: Sequence[tuple[str, dict[str, object]]]) -> Path:
+def _write_batch_file(path: Path, items: Sequence[tuple[str, dict[str, object]]]) -> Path:
     """Write ``(custom_id, chat params)`` pairs as Batch API JSONL lines."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         for custom_id, params in items:
-            line = {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": params}
+            line = {"custom_id": custom_id, "method": "POST", "url": _BATCH_ENDPOINT, "body": params}
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
     return path
 
@@ -126,7 +126,7 @@ class BatchBackend(OpenAICompatibleBackend):
             chunk = new_keys[start : start + self.max_lines]
             stamp = time.strftime("%Y%m%dT%H%M%S")
             assert self.state_path is not None
-            path = write_batch_file(
+            path = _write_batch_file(
                 self.state_path.parent / "batch_inputs" / f"{stamp}-{start // self.max_lines}.jsonl",
                 [(k, by_key[k].plan.params) for k in chunk],
             )
@@ -140,7 +140,7 @@ class BatchBackend(OpenAICompatibleBackend):
                 policy,
                 lambda uploaded=uploaded: oa.batches.create(
                     input_file_id=uploaded.id,
-                    endpoint=BATCH_ENDPOINT,
+                    endpoint=_BATCH_ENDPOINT,
                     completion_window=self.completion_window,
                     metadata={"recjudge_run": self.run_name},
                 ),

@@ -38,22 +38,19 @@ from urllib.parse import urlparse
 
 from recjudge_utils.judge.backends import register_backend
 from recjudge_utils.judge.backends.base import ChatBackend, Plan
-from recjudge_utils.judge.cache import cache_key
 from recjudge_utils.judge.logprobs import compact_logprobs
 from recjudge_utils.judge.transport import Failure, classify_openai_error
 from recjudge_utils.judge.types import Completion, JudgeRequest
 
 __all__ = [
     "ADAPTATIONS_FILE",
-    "OPENAI_BASE_URL",
     "REASONING_HEADROOM",
     "Generation",
     "OpenAICompatibleBackend",
     "compact_response",
-    "match_model_id",
 ]
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+_OPENAI_BASE_URL = "https://api.openai.com/v1"
 JSON_MODES = ("json_schema", "json_object", "llama_schema", "none")
 ADAPTATIONS_FILE = "endpoint_adaptations.json"
 #: extra output tokens for endpoints that take ``max_completion_tokens`` (reasoning models think before answering)
@@ -151,7 +148,7 @@ def compact_response(resp: Any, latency: float, route: str = "chat") -> Completi
     )
 
 
-def match_model_id(wanted: str, served: list[str]) -> str | None:
+def _match_model_id(wanted: str, served: list[str]) -> str | None:
     """The id under which an endpoint serves ``wanted``: itself, or with/without a ``models/`` (Gemini) or router
     prefix (``openai/gpt-5-mini``); None when no id matches."""
     if wanted in served:
@@ -185,7 +182,7 @@ class OpenAICompatibleBackend(ChatBackend):
         offline: bool = False,
         generation: Generation | Mapping[str, Any] | None = None,
     ) -> None:
-        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
+        self.base_url = (base_url or _OPENAI_BASE_URL).rstrip("/")
         self.endpoint_id = self.base_url
         self.api_model = model
         self.price_model = model
@@ -415,19 +412,20 @@ class OpenAICompatibleBackend(ChatBackend):
         params = self.body(request, json_mode, logprobs)
         sent = {k: v for k, v in params.items() if k not in ("model", "messages")}
         budget = params.get(self.token_parameter()) if self.token_parameter() else None
-        key = cache_key(
+        return Plan.for_request(
+            request,
+            params,
             endpoint=self.endpoint_id,
             model=self.api_model,
-            messages=params["messages"],
-            temperature=params.get("temperature"),  # type: ignore[arg-type]
-            seed=params.get("seed"),  # type: ignore[arg-type]
-            max_tokens=budget,  # type: ignore[arg-type]
             response_format=params.get("response_format"),  # type: ignore[arg-type]
-            template_id=request.template_id,
-            template_version=request.template_version,
             extra={"sent": sent, "headers": dict(self.generation.headers), "query": dict(self.generation.query)},
+            sampling={"temperature": params.get("temperature"), "seed": params.get("seed"), "max_tokens": budget},
+            version=self.adaptation_version(),
         )
-        return Plan.build(params, key)
+
+    def adaptation_version(self) -> int:
+        """Every adaptation is logged once: the log's length counts them."""
+        return len(self.adapted.log)
 
     def plan(self, request: JudgeRequest) -> Plan:
         """The request body and cache key under the endpoint's current adaptations."""
@@ -481,7 +479,7 @@ class OpenAICompatibleBackend(ChatBackend):
             return
         except Exception as exc:
             raise RuntimeError(f"{self.base_url} did not answer a preflight call (GET /models): {exc}") from None
-        if not served or match_model_id(self.api_model, served) is not None:
+        if not served or _match_model_id(self.api_model, served) is not None:
             return
         close = difflib.get_close_matches(self.api_model, served, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

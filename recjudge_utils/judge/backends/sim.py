@@ -119,7 +119,7 @@ def _prefer(truth: PreferenceTruth | None, p: SimParameters, rng: np.random.Gene
 
 
 # What the judge decides per answer field, by the truth type the format answers from (the error model above).
-Decide = Callable[[Any, SimParameters, np.random.Generator, Sequence[str], AnswerFormat], dict[str, Any]]
+_Decide = Callable[[Any, SimParameters, np.random.Generator, Sequence[str], AnswerFormat], dict[str, Any]]
 
 
 def _levels(
@@ -157,7 +157,7 @@ def _labels(
     return {f: labels[_level(float(level), p, rng, 0, len(labels) - 1, neglect)] for f in fields}
 
 
-_DECIDE: dict[type, Decide] = {
+_DECIDE: dict[type, _Decide] = {
     ScoreTruth: _levels,
     PreferenceTruth: _preferences,
     ListScoreTruth: _list_scores,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["GENDERS", "ML1M_AGE_BUCKETS", "ArenaContext", "describe_profile"]
+__all__ = ["ML1M_AGE_BUCKETS", "ArenaContext", "describe_profile"]
 
 ML1M_AGE_BUCKETS = {
     1: "under 18 years old",
@@ -33,7 +33,7 @@ ML1M_AGE_BUCKETS = {
 }
 
 
-GENDERS = {"m": "male", "f": "female", "male": "male", "female": "female"}
+_GENDERS = {"m": "male", "f": "female", "male": "male", "female": "female"}
 
 
 def _genres_text(genres: Any) -> str:
@@ -70,7 +70,7 @@ def describe_profile(row: Mapping[str, Any] | None, dataset: str = "") -> str:
             parts.append(f"your occupation is {str(occupation).strip()}")
         gender = row.get("gender")
         if _present(gender):
-            g = GENDERS.get(str(gender).strip().lower(), str(gender).strip())
+            g = _GENDERS.get(str(gender).strip().lower(), str(gender).strip())
             parts.append(f"you are {g}")
     if not parts:
         return "No personal information is known about you: infer your tastes only from the history below."

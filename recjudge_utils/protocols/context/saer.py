@@ -32,7 +32,6 @@ import pandas as pd
 
 __all__ = [
     "DOMAINS",
-    "PURCHASE_MIN_RATING",
     "SUBSTITUTIONS",
     "Catalogue",
     "CustomerContext",
@@ -44,7 +43,7 @@ __all__ = [
 
 DOMAINS = ("ecommerce", "movies")
 #: the lowest rating that counts as a purchase (the table above); lower ones stand in for clicks
-PURCHASE_MIN_RATING = 3.0
+_PURCHASE_MIN_RATING = 3.0
 
 SUBSTITUTIONS: dict[str, dict[str, str]] = {
     "ecommerce": {
@@ -69,7 +68,7 @@ def purchases(interactions: pd.DataFrame) -> pd.DataFrame:
     without ratings, a purchase log)."""
     if "rating" not in interactions.columns:
         return interactions
-    return interactions.loc[interactions["rating"] >= PURCHASE_MIN_RATING]
+    return interactions.loc[interactions["rating"] >= _PURCHASE_MIN_RATING]
 
 
 def domain_for(dataset_name: str) -> str:
@@ -190,7 +189,7 @@ def build_context(
     domain: str,
     window_days: int = 180,
     max_history: int | None = None,
-    like_threshold: float = PURCHASE_MIN_RATING,
+    like_threshold: float = _PURCHASE_MIN_RATING,
     n_recent_categories: int = 5,
 ) -> CustomerContext:
     """The customer's context over the ``window_days`` before their last interaction: every liked and disliked
