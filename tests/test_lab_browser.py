@@ -131,3 +131,23 @@ def test_executed_chapters_in_jupyterlab() -> None:
     assert [r.notebook for r in reports] == [p.name for p in notebooks]
     assert all(r.screenshots for r in reports), report_text(reports)
     assert not any(r.problems for r in reports), report_text(reports)
+
+
+def test_the_checks_exit_status_counts_problems_and_says_when_it_could_not_run(capsys: pytest.CaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    from recjudge_utils.book.browser_check import run_check
+
+    def text(reports: list) -> str:
+        return "\n".join(f"{r.name}: {len(r.problems)}" for r in reports)
+
+    def no_browser() -> list:
+        raise RuntimeError("no Chromium")
+
+    clean = [SimpleNamespace(name="a", problems=[]), SimpleNamespace(name="b", problems=[])]
+    assert run_check(lambda: clean, text, "notebooks") == 0
+    assert "2 notebooks, 0 problem(s)" in capsys.readouterr().out
+    assert run_check(lambda: [*clean, SimpleNamespace(name="c", problems=["raw {cite"])], text, "pages") == 1
+    assert "3 pages, 1 problem(s)" in capsys.readouterr().out
+    assert run_check(no_browser, text, "pages") == 2
+    assert capsys.readouterr().err == "error: no Chromium\n"

@@ -26,6 +26,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -35,7 +36,7 @@ from urllib.parse import unquote, urlsplit
 if TYPE_CHECKING:
     from playwright.sync_api import ConsoleMessage
 
-__all__ = ["PageReport", "Problem", "book_pages", "check_pages", "find_chromium", "main", "report_text"]
+__all__ = ["PageReport", "Problem", "book_pages", "check_pages", "find_chromium", "main", "report_text", "run_check"]
 
 #: the build's own folders and Sphinx's generated pages, which are not pages of the book
 _SKIPPED_DIRS = ("_static", "_sources", "_images", "_downloads")
@@ -363,19 +364,23 @@ def main(argv: list[str] | None = None) -> int:
     if not html_dir.is_dir():
         print(f"error: {html_dir} does not exist: build the book first (make book)", file=sys.stderr)
         return 2
+    screenshots = Path(args.screenshots or html_dir.parent / "screenshots")
+    return run_check(lambda: check_pages(html_dir, screenshots=screenshots, viewport=(args.width, VIEWPORT[1])),
+                     report_text, "pages")  # fmt: skip
+
+
+def run_check(check: Callable[[], Sequence[Any]], text: Callable[[Any], str], what: str) -> int:
+    """A browser check's command line: run ``check``, print its reports (``text``) and a count of ``what`` and of the
+    problems; the exit status is 1 if any problem, 2 when the check could not run (no browser, no server)."""
     started = time.perf_counter()
     try:
-        reports = check_pages(
-            html_dir,
-            screenshots=Path(args.screenshots or html_dir.parent / "screenshots"),
-            viewport=(args.width, VIEWPORT[1]),
-        )
+        reports = check()
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(report_text(reports))
+    print(text(reports))
     problems = sum(len(r.problems) for r in reports)
-    print(f"{len(reports)} pages, {problems} problem(s), {time.perf_counter() - started:.1f} s")
+    print(f"{len(reports)} {what}, {problems} problem(s), {time.perf_counter() - started:.1f} s")
     return 1 if problems else 0
 
 

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
-from recjudge_utils.book.browser_check import NO_BROWSER, find_chromium
+from recjudge_utils.book.browser_check import NO_BROWSER, find_chromium, run_check
 from recjudge_utils.paths import DEFAULT_RUN, runs_dir
 
 if TYPE_CHECKING:
@@ -720,20 +720,9 @@ def main(argv: list[str] | None = None) -> int:
     if not notebooks:
         print(f"error: no notebook in {folder}: run the book first (make book)", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    try:
-        reports = check_notebooks(
-            notebooks,
-            screenshots=Path(args.screenshots) if args.screenshots else folder.parent / "lab-screenshots",
-            timeout=args.timeout,
-        )
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(report_text(reports))
-    problems = sum(len(r.problems) for r in reports)
-    print(f"{len(reports)} notebooks, {problems} problem(s), {time.perf_counter() - started:.1f} s")
-    return 1 if problems else 0
+    screenshots = Path(args.screenshots) if args.screenshots else folder.parent / "lab-screenshots"
+    return run_check(lambda: check_notebooks(notebooks, screenshots=screenshots, timeout=args.timeout),
+                     report_text, "notebooks")  # fmt: skip
 
 
 if __name__ == "__main__":

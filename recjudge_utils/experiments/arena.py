@@ -59,19 +59,14 @@ from recjudge_utils.recommenders.training import Trained, train_each
 from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
-    "DEFAULT_RECOMMENDERS",
     "PAPER_NAMES",
     "ArenaConfig",
     "ArenaPanel",
     "ArenaRun",
-    "a_wins_table",
     "arena_table",
     "build_panel",
-    "closest_pairs",
     "consistency_table",
-    "judge_absolute",
     "judge_comparisons",
-    "offline_metrics",
     "outcome_tables",
     "paper_correlations",
     "plan_comparisons",
@@ -81,7 +76,7 @@ __all__ = [
     "train_models",
 ]
 
-DEFAULT_RECOMMENDERS = ("fm", "minilm-content", "lightgcn", "sasrec", "deepfm")
+_DEFAULT_RECOMMENDERS = ("fm", "minilm-content", "lightgcn", "sasrec", "deepfm")
 #: our model -> the paper's row it stands in for (MiniLM-content stands in for the news model NRMS)
 PAPER_NAMES = {"fm": "FM", "minilm-content": "NRMS", "lightgcn": "LightGCN", "sasrec": "SASRec", "deepfm": "DeepFM"}
 
@@ -91,7 +86,7 @@ class ArenaConfig:
     """Demo defaults. Paper scale follows the authors' code (1,000 users per comparison, 5 history items), with
     longer training; the paper's judges were far larger."""
 
-    recommenders: tuple[str, ...] = DEFAULT_RECOMMENDERS
+    recommenders: tuple[str, ...] = _DEFAULT_RECOMMENDERS
     baseline: str = "fm"
     top_k: int = 5
     n_users: int = 2  # judged users; 0 = every user with test items (the authors' code: 1,000)
@@ -126,7 +121,7 @@ class ArenaConfig:
         return "adjudicated" if self.both_orders else "x_first"
 
 
-def closest_pairs(auc: Mapping[str, float], n: int, exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
+def _closest_pairs(auc: Mapping[str, float], n: int, exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
     """The ``n`` pairs of models (not in ``exclude``) with the smallest |AUC difference| (higher AUC first)."""
     names = [m for m in auc if m not in exclude]
     pairs = sorted(combinations(names, 2), key=lambda p: (abs(auc[p[0]] - auc[p[1]]), p))
@@ -289,7 +284,7 @@ def train_models(
     return fitted
 
 
-def offline_metrics(
+def _offline_metrics(
     dataset: Dataset, models: Mapping[str, Recommender], train: pd.DataFrame, test: pd.DataFrame, config: ArenaConfig
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """(mean AUC / nDCG@k / URD per model, the per-user metrics) over every user with test items."""
@@ -316,7 +311,7 @@ def build_panel(
 def plan_comparisons(users: Sequence[int], auc: Mapping[str, float], config: ArenaConfig) -> pd.DataFrame:
     """One row per (user, x, y, kind): every recommender vs the baseline, then the closest-AUC pairs."""
     pairs = [(x, config.baseline, "vs_baseline") for x in config.recommenders if x != config.baseline]
-    close = closest_pairs(auc, config.n_close_pairs, exclude=[config.baseline])
+    close = _closest_pairs(auc, config.n_close_pairs, exclude=[config.baseline])
     pairs += [(a, b, "close_pair") for a, b in close]
     return pd.DataFrame(
         [{"user": u, "x": x, "y": y, "kind": kind} for x, y, kind in pairs for u in users],
@@ -342,7 +337,7 @@ def judge_comparisons(
     return raw.merge(comparisons, on=["user", "x", "y"], how="left"), [*pairwise.aspect_keys, OVERALL]
 
 
-def judge_absolute(judge: Judge, panel: ArenaPanel, models: Sequence[str], config: ArenaConfig) -> pd.DataFrame:
+def _judge_absolute(judge: Judge, panel: ArenaPanel, models: Sequence[str], config: ArenaConfig) -> pd.DataFrame:
     """Score each of ``models``' lists alone in [0, 1] (Figure 6); the truth attached is the held-out share."""
     k = config.top_k
     judged = {m: panel.recs[m] for m in models}
@@ -407,7 +402,7 @@ def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
     return summary.rename(columns={"first_share": "a_wins_share"})
 
 
-def a_wins_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
+def _a_wins_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
     """Overall (x = y = "all") and per comparison: of the parsed verdicts naming a winner, how many (``n_named``) and
     the share naming A with its 95 % Wilson interval. With both orders judged each list is A as often as B, so a
     judge without position bias names A in half of them; ties are left out because they name no position."""
@@ -490,7 +485,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     timings.update({f"train {n}": fit.seconds for n, fit in fitted.items()})
 
     t0 = time.perf_counter()
-    offline, per_user = offline_metrics(dataset, models, train, test, cfg)
+    offline, per_user = _offline_metrics(dataset, models, train, test, cfg)
     timings["offline metrics"] = time.perf_counter() - t0
 
     panel = build_panel(dataset, models, train, test, cfg)
@@ -508,7 +503,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     if cfg.absolute:
         t0 = time.perf_counter()
         # Figure 6 compares the non-baseline models
-        absolute = judge_absolute(judge, panel, [m for m in cfg.recommenders if m != cfg.baseline], cfg)
+        absolute = _judge_absolute(judge, panel, [m for m in cfg.recommenders if m != cfg.baseline], cfg)
         timings["judge absolute"] = time.perf_counter() - t0
         print(f"absolute judging: {len(absolute)} calls in {timings['judge absolute']:.1f} s")
 
@@ -520,7 +515,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
         q = versus["Q"].to_numpy(dtype=float)
         r, p = pearson(versus["x"].map(auc).to_numpy(dtype=float), q)
         correlation.append({"source": source, "n_models": int(np.isfinite(q).sum()), "r": r, "p": p})
-    close = closest_pairs(auc, 1, exclude=[cfg.baseline])
+    close = _closest_pairs(auc, 1, exclude=[cfg.baseline])
     pair = close[0] if close else None
     sep = pd.DataFrame()
     if pair is not None:
@@ -542,7 +537,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
         aspect_keys=keys,
         outcomes=outcomes,
         consistency=consistency_table(raw),
-        a_wins=a_wins_table(raw),
+        a_wins=_a_wins_table(raw),
         correlation=pd.DataFrame(correlation),
         closest_pair=pair,
         separation=sep,

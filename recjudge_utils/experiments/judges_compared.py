@@ -41,8 +41,6 @@ __all__ = [
     "StoredRun",
     "compare",
     "load_runs",
-    "pairwise_agreement",
-    "panel_fleiss",
     "panel_members",
     "short_judge_name",
     "this_run_folder",
@@ -230,7 +228,7 @@ def _items(runs: Sequence[StoredRun]) -> dict[str, dict[str, pd.Series]]:
     return out
 
 
-def pairwise_agreement(
+def _pairwise_agreement(
     items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
     """Between every two labelers of one kind (``kinds``: labeler -> ``simulated`` or ``llm``; None: all one kind), per
@@ -258,7 +256,7 @@ def pairwise_agreement(
                                        "high", "raw_agreement", "raw_low", "raw_high"])  # fmt: skip
 
 
-def panel_fleiss(items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
+def _panel_fleiss(items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Fleiss' kappa over every labeler of one kind (``kinds`` as in :func:`pairwise_agreement`) of a kind of item,
     three or more of them, on the items all of them labelled."""
     rows = []
@@ -415,5 +413,5 @@ def compare(runs: Sequence[StoredRun], current: Path | None = None) -> Compariso
     """The comparison of ``runs`` (:func:`load_runs`, or a selection of them); ``current`` is this run's folder."""
     items, kinds = _items(runs), {run.label: run.kind for run in runs}
     rows = {notebook: _rows(runs, notebook) for notebook in _NOTEBOOKS}
-    return Comparison(list(runs), current, rows, items, pairwise_agreement(items, kinds), panel_fleiss(items, kinds),
+    return Comparison(list(runs), current, rows, items, _pairwise_agreement(items, kinds), _panel_fleiss(items, kinds),
                       panel_members(runs), _measures(rows), _health(runs))  # fmt: skip

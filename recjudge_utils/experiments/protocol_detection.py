@@ -61,22 +61,16 @@ __all__ = [
     "DetectionConfig",
     "DetectionData",
     "DetectionRun",
-    "SimFactory",
-    "arena_position_bias",
     "ci_coverage",
     "expected_mae",
     "judge_panels",
-    "pairs_to_separate",
     "panel_of",
-    "reevaluation_noise",
     "run",
-    "saer_protocols",
-    "serendipity_noise",
     "sweep_judges",
 ]
 
 #: sims(**error model) -> a judge client over the simulated backend (see :func:`sweep_judges`)
-SimFactory = Callable[..., JudgeClient]
+_SimFactory = Callable[..., JudgeClient]
 
 
 def _derived(judge: Judge) -> tuple[dict[str, Any], dict[str, Any], int]:
@@ -93,7 +87,7 @@ def _derived(judge: Judge) -> tuple[dict[str, Any], dict[str, Any], int]:
     return fields, options, backend.params.seed
 
 
-def sweep_judges(judge: Judge) -> SimFactory:
+def sweep_judges(judge: Judge) -> _SimFactory:
     """The studies' judges, derived from the chapter's simulated judge: each has exactly the error model a study
     sets (a perfect judge otherwise; the judge's seed unless the study sets one) and shares the judge's run folder,
     cache and mode. Each answer is seeded by its request's cache key, which holds that error model and seed, so a
@@ -169,7 +163,7 @@ def expected_mae(g: np.ndarray, sigma: float, leniency: float = 0.0) -> float:
     return float(np.mean((prob * np.abs(levels[None, :] - g[:, None])).sum(axis=1)))
 
 
-def _scores(sim: SimFactory, pairs: SerendipityPairs, **params: float) -> np.ndarray:
+def _scores(sim: _SimFactory, pairs: SerendipityPairs, **params: float) -> np.ndarray:
     client = sim(**params)
     try:
         out = SerendipityJudge(client, template="base").score(pairs.pairs, pairs.items, desc="serendipity (sim)")
@@ -184,7 +178,7 @@ def _holds(low: Any, high: Any, truth: Any) -> Any:
     return (np.asarray(low, dtype=float) - 1e-9 <= truth) & (truth <= np.asarray(high, dtype=float) + 1e-9)
 
 
-def serendipity_noise(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
+def _serendipity_noise(sim: _SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
     """Per noise level: MAE, accuracy, kappa (with CIs) on every pair, beside the MAE the error model implies and
     whether the MAE's CI holds it (``implied_in_ci``)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
@@ -198,7 +192,7 @@ def serendipity_noise(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
     return out
 
 
-def ci_coverage(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
+def ci_coverage(sim: _SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
     """Coverage of the 95% CIs over ``repeats`` samples of n pairs drawn from every judged pair (the population)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
     pred = _scores(sim, pairs, noise=config.coverage_noise, seed=config.seed)
@@ -252,7 +246,7 @@ class Separation:
         return np.asarray(TTestPower().power(effect_size=self.effect_size, nobs=nobs, alpha=alpha), dtype=float)
 
 
-def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> Separation:
+def _pairs_to_separate(sim: _SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> Separation:
     """Judged pairs needed to separate two sim templates with the paper's CoT and LtM MAEs (paired t-test, 5%)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
     noises = tuple(_noise_for_mae(g, m) for m in PAPER_MAES)
@@ -323,8 +317,8 @@ def arena_config(config: DetectionConfig, tested: str = "random", baseline: str 
     )
 
 
-def arena_position_bias(
-    sim: SimFactory, dataset: Dataset, config: DetectionConfig, tested: str = "random", baseline: str = "pop"
+def _arena_position_bias(
+    sim: _SimFactory, dataset: Dataset, config: DetectionConfig, tested: str = "random", baseline: str = "pop"
 ) -> pd.DataFrame:
     """Win rate (ties half) and Q of ``tested`` against ``baseline`` per position bias: the truth, the paper's
     single-order protocol (tested list shown first) and both orders adjudicated, on chapter 3's panel."""
@@ -413,7 +407,7 @@ def _shares(outcomes: Sequence[Any], values: Sequence[str]) -> list[tuple[str, f
     return out
 
 
-def saer_protocols(sim: SimFactory, dataset: Dataset, config: DetectionConfig) -> SaerDetection:
+def _saer_protocols(sim: _SimFactory, dataset: Dataset, config: DetectionConfig) -> SaerDetection:
     """Adversarial detection vs context neglect, swap consistency vs position bias, strict / conservative merges,
     each on chapter 4's panel through chapter 4's judging steps."""
     cfg = saer_config(config)
@@ -537,8 +531,8 @@ def reevaluation_config(
     )
 
 
-def reevaluation_noise(
-    sim: SimFactory, dataset: Dataset, config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
+def _reevaluation_noise(
+    sim: _SimFactory, dataset: Dataset, config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
 ) -> ReevalDetection:
     """Avg.Score@k and P_ser@k gaps between two recommenders under growing judge noise, against the truth, on
     chapter 2's temporal split, models and judged pairs (the truth: ratings after the training period)."""
@@ -740,11 +734,11 @@ def run(judge: Judge, data: DetectionData, config: DetectionConfig) -> Detection
         judge_name=judge_name,
         data_label=data.display_label,
         timings=timings,
-        noise=timed("judge serendipity noise", lambda: serendipity_noise(sim, data.pairs, config)),
+        noise=timed("judge serendipity noise", lambda: _serendipity_noise(sim, data.pairs, config)),
         coverage=timed("judge ci coverage", lambda: ci_coverage(sim, data.pairs, config)),
-        separation=timed("judge template separation", lambda: pairs_to_separate(sim, data.pairs, config)),
-        arena=timed("judge arena position bias", lambda: arena_position_bias(sim, data.dataset, config)),
-        saer=timed("judge saer protocols", lambda: saer_protocols(sim, data.dataset, config)),
-        reevaluation=timed("judge reevaluation noise", lambda: reevaluation_noise(sim, data.dataset, config)),
+        separation=timed("judge template separation", lambda: _pairs_to_separate(sim, data.pairs, config)),
+        arena=timed("judge arena position bias", lambda: _arena_position_bias(sim, data.dataset, config)),
+        saer=timed("judge saer protocols", lambda: _saer_protocols(sim, data.dataset, config)),
+        reevaluation=timed("judge reevaluation noise", lambda: _reevaluation_noise(sim, data.dataset, config)),
         panels=timed("judge panels", lambda: judge_panels(judge, data.pairs, data.dataset, config)),
     )

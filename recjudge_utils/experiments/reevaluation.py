@@ -82,9 +82,7 @@ __all__ = [
     "run",
     "score_counts",
     "top_k_frame",
-    "training_ratings",
     "tune_studies",
-    "tuning_line",
     "uaum_checks",
     "write_lists",
 ]
@@ -189,13 +187,13 @@ def prepare_folds(
         last = f + train_slices + 1
         b, ts = split.bounds, split.timestamps
         span = (int(ts[b[f]]), int(ts[b[f + train_slices] - 1]), int(ts[b[last]]), int(ts[b[last + 1] - 1]))
-        ratings = training_ratings(interactions, b[f], b[f + train_slices], threshold) if has_ratings else None
+        ratings = _training_ratings(interactions, b[f], b[f + train_slices], threshold) if has_ratings else None
         report = unseen_report(split.raw_test, split.train)
         out.append(Fold(f, split.train, split.valid, split.test, split.eval_users, judged, report, span, ratings))
     return out
 
 
-def training_ratings(interactions: pd.DataFrame, start: int, stop: int, threshold: float = 4) -> pd.DataFrame:
+def _training_ratings(interactions: pd.DataFrame, start: int, stop: int, threshold: float = 4) -> pd.DataFrame:
     """Every rating of a fold's training slices, chosen by the split's own membership: all interactions in the
     split's order (timestamp, then user, then item) from the first training positive (positive number ``start``
     in that order) to the last (number ``stop - 1``). Its positives are exactly the training slices' rows, so no
@@ -241,7 +239,7 @@ def default_storage(run_dir: Path) -> str:
     return journal_url(journal)
 
 
-def tuning_line(fold: int, fitted: dict[str, Trained]) -> str:
+def _tuning_line(fold: int, fitted: dict[str, Trained]) -> str:
     """What the tuning of one fold cost here: trials run, models loaded from the artifact store or refitted from
     the best parameters of studies complete in the storage (workers tuned them)."""
     tuned = {n: f for n, f in fitted.items() if f.tuning is not None and f.tuning.n_trials > 0}
@@ -423,7 +421,7 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     for f in folds:
         fitted = fit_fold(f, cfg, storage)
         if any(fit.tuning is not None and fit.tuning.n_trials > 0 for fit in fitted.values()):
-            print(tuning_line(f.fold, fitted))
+            print(_tuning_line(f.fold, fitted))
         for name, fit in fitted.items():
             timings[f"train {name}"] = timings.get(f"train {name}", 0.0) + fit.seconds
         recs = top_k_frame({name: fit.model for name, fit in fitted.items()}, f.eval_users, k=cfg.top_k)

@@ -46,7 +46,6 @@ __all__ = [
     "USAGE_FILE",
     "Result",
     "judge_kind",
-    "judgment_counts",
     "read_results",
     "result",
     "write_results",
@@ -92,7 +91,7 @@ def _usage_total(judge: Judge) -> dict[str, Any]:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in total.items()}
 
 
-def judgment_counts(judge: Judge) -> dict[str, int]:
+def _judgment_counts(judge: Judge) -> dict[str, int]:
     """This notebook's judgments by status (cache hits included): what ``results.json`` records as ``judgments``."""
     usage = _usage_total(judge)
     counts = {
@@ -130,7 +129,7 @@ def write_results(
         "data": data,
         "results": [asdict(r) for r in results],
         "items": {k: [dict(row) for row in rows] for k, rows in (items or {}).items()},
-        "judgments": judgment_counts(judge),
+        "judgments": _judgment_counts(judge),
     }
     text = json.dumps(_finite(payload), indent=1, sort_keys=True, default=_json, allow_nan=False)
     tmp = target.with_suffix(".json.tmp")

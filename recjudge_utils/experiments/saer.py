@@ -79,8 +79,6 @@ __all__ = [
     "ENCODERS",
     "KAPPA_EXERCISE",
     "ORDER_OUTCOMES",
-    "PAIRWISE_OUTCOMES",
-    "PAPER_ADVERSARIAL_PAIRS",
     "PAPER_CALLS",
     "PAPER_LISTS",
     "SAER_MODELS",
@@ -97,7 +95,6 @@ __all__ = [
     "judge_pairwise",
     "judge_pointwise",
     "kappa_by_hand",
-    "labeler_agreement",
     "paper_shares",
     "run",
     "sample_customers",
@@ -113,11 +110,11 @@ SAER_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 #: our inference of the paper's offline run size (not stated as such in the paper): 400 pointwise lists +
 #: 200 comparisons x 2 orders + 100 adversarial pairs x 3 prompt versions
 PAPER_CALLS = 400 + 400 + 300
-PAPER_MINUTES = 30.0
-PAPER_USD = 28.0
+_PAPER_MINUTES = 30.0
+_PAPER_USD = 28.0
 #: the paper's sample sizes (saer_table1.csv / saer_table3.csv source lines): lists per algorithm, adversarial pairs
 PAPER_LISTS = 200
-PAPER_ADVERSARIAL_PAIRS = 100
+_PAPER_ADVERSARIAL_PAIRS = 100
 #: an answer repeating this many characters of a few-shot answer verbatim counts as copied from the examples
 COPY_MIN_CHARS = 40
 #: each customer's last interactions a simulated-judge run holds out as the future its truth is read from
@@ -458,7 +455,7 @@ def _label_shares(pointwise: pd.DataFrame, version: str) -> pd.DataFrame:
 
 
 #: Table 2's outcomes: column stem -> the winner it counts
-PAIRWISE_OUTCOMES = {"cooccurrence_win": ALGORITHMS[0], "embedding_win": ALGORITHMS[1], "tie": TIE}
+_PAIRWISE_OUTCOMES = {"cooccurrence_win": ALGORITHMS[0], "embedding_win": ALGORITHMS[1], "tie": TIE}
 
 
 def _pairwise_shares(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
@@ -471,7 +468,7 @@ def _pairwise_shares(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataF
         (f"ours adjudicated ({len(adjudicated)} pairs)", adj, len(adjudicated)),
     ):
         row: dict[str, Any] = {"scope": scope, "n_parsed": len(values), "n_unparsed": n_total - len(values)}
-        for key, label in PAIRWISE_OUTCOMES.items():
+        for key, label in _PAIRWISE_OUTCOMES.items():
             row[f"{key}_%"], row[f"{key}_lo"], row[f"{key}_hi"] = _share(values == label)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -664,7 +661,7 @@ def paper_shares() -> pd.DataFrame:
     rows += [(f"adjudicated {what}", t2[f"{key}_pct"], t2["n"]) for key, what in _ADJUDICATED.items()]
     rows += [("position consistency", consistency, t2["n"])]
     rows += [
-        (f"adversarial correct, {v if isinstance(v, str) else e}", pct, PAPER_ADVERSARIAL_PAIRS)
+        (f"adversarial correct, {v if isinstance(v, str) else e}", pct, _PAPER_ADVERSARIAL_PAIRS)
         for e, v, pct in zip(t3["evaluator"], t3["prompt_version"], t3["correct_pct"], strict=True)
     ]
     frame = pd.DataFrame(rows, columns=["measure", "value", "n"]).astype({"value": float, "n": int})
@@ -733,7 +730,7 @@ def kappa_by_hand(
     )  # fmt: skip
 
 
-def labeler_agreement(
+def _labeler_agreement(
     pointwise: pd.DataFrame, adjudicated: pd.DataFrame, adversarial: pd.DataFrame, config: SaerConfig
 ) -> pd.DataFrame:
     """Raw agreement and quadratic weighted kappa (bootstrap CIs, ``config.n_boot`` and ``seed``) between every
@@ -846,7 +843,7 @@ class SaerRun(Run):
             for r in self.labels.itertuples(index=False)
         ]
         for _, r in self.verdicts.iterrows():
-            for key in PAIRWISE_OUTCOMES:
+            for key in _PAIRWISE_OUTCOMES:
                 pct, lo, hi = r[f"{key}_%"], r[f"{key}_lo"], r[f"{key}_hi"]
                 out.append(result(f"{key}_pct", pct, lo, hi, r["n_parsed"], boot, scope=str(r["scope"])))
         cons = self.position.loc["position consistency"]
@@ -914,7 +911,7 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
         verdicts=_pairwise_shares(pairwise, adjudicated),
         position=_position(pairwise, adjudicated),
         detection=_adversarial_shares(adversarial, config.prompt_versions),
-        agreements=labeler_agreement(pointwise, adjudicated, adversarial, config),
+        agreements=_labeler_agreement(pointwise, adjudicated, adversarial, config),
         orders=_orders(adjudicated),
         flagged=_flagged(pointwise, panel, config.main_version),
         answers=_answer_tally(tasks),

@@ -83,7 +83,6 @@ __all__ = [
     "cost_at_scale",
     "distinct_resamples",
     "judged_users",
-    "listed_users",
     "planned_calls",
     "read_system_lists",
     "recovery",
@@ -93,9 +92,9 @@ __all__ = [
 PROTOCOLS: tuple[str, ...] = ("serendipity", "arena", "saer")
 OFFLINE: tuple[str, ...] = ("precision", "recall", "ndcg")
 #: the serendipity paper's list metrics shown beside Avg.Score@k (its own per-user values, from serendipity_at_k)
-SERENDIPITY_ALSO: tuple[str, ...] = ("p_ser", "n_ser")
-SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
-POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
+_SERENDIPITY_ALSO: tuple[str, ...] = ("p_ser", "n_ser")
+_SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
+_POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,7 @@ def read_system_lists(
     )
 
 
-def listed_users(fold: TemporalFold, lists: RecommendationLists) -> list[int]:
+def _listed_users(fold: TemporalFold, lists: RecommendationLists) -> list[int]:
     """The fold's evaluation users that have a list in every system, sorted: the users the offline metrics cover and
     the judged users are drawn from."""
     return sorted({int(u) for u in fold.eval_users} & lists.users())
@@ -186,7 +185,7 @@ def listed_users(fold: TemporalFold, lists: RecommendationLists) -> list[int]:
 def judged_users(fold: TemporalFold, lists: RecommendationLists, n_users: int, seed: int) -> list[int]:
     """A seeded sample of ``n_users`` of :func:`listed_users` (all of them when ``n_users`` is 0): the same users for
     every protocol and every system."""
-    return sample_users(listed_users(fold, lists), n_users, seed=[seed, fold.fold])
+    return sample_users(_listed_users(fold, lists), n_users, seed=[seed, fold.fold])
 
 
 def chosen_systems(lists: RecommendationLists, names: Sequence[str] | None) -> list[str]:
@@ -252,10 +251,10 @@ def build_panel(data: YourRecommendersData, config: YourRecommendersConfig) -> P
     return Panel(users, systems, lists, hits)
 
 
-def offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig) -> dict[str, pd.DataFrame]:
+def _offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig) -> dict[str, pd.DataFrame]:
     """Precision, Recall and NDCG@k of every system for every evaluation user with a list in all systems
     (users x systems), on the fold's test positives."""
-    users = listed_users(data.fold, data.lists)
+    users = _listed_users(data.fold, data.lists)
     truth = ground_truth(data.fold.test)
     relevant = [truth.get(u, set()) for u in users]
     n_rel = np.array([len(r) for r in relevant])
@@ -314,10 +313,10 @@ def _arena(
     duels = games(raw, [OVERALL]) if len(raw) else pd.DataFrame(columns=["user", "x", "y", OVERALL])
     points: dict[tuple[int, str], list[float]] = {}
     for u, x, y, outcome in zip(duels["user"], duels["x"], duels["y"], duels[OVERALL], strict=True):
-        if outcome not in POINTS:
+        if outcome not in _POINTS:
             continue  # an unparsed answer in either order leaves the duel without a verdict
-        points.setdefault((int(u), str(x)), []).append(POINTS[outcome])
-        points.setdefault((int(u), str(y)), []).append(1.0 - POINTS[outcome])
+        points.setdefault((int(u), str(x)), []).append(_POINTS[outcome])
+        points.setdefault((int(u), str(y)), []).append(1.0 - _POINTS[outcome])
     matrix = pd.DataFrame(np.nan, index=panel.users, columns=panel.systems)
     for (u, s), values in points.items():
         matrix.loc[u, s] = float(np.mean(values))
@@ -334,7 +333,7 @@ def _saer(
     domain = domain_for(data.dataset.name)
     contexts = {u: build_context(visible, catalogue, u, domain, max_history=config.n_history) for u in panel.users}
     labels = SaerPointwise(domain).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)
-    labels["level"] = labels["category"].map(SAER_LEVEL)
+    labels["level"] = labels["category"].map(_SAER_LEVEL)
     matrix = labels.pivot_table(index="user", columns="system", values="level", dropna=False)
     return labels, matrix.reindex(index=panel.users, columns=panel.systems)
 
@@ -417,7 +416,7 @@ class YourRecommendersRun(Run):
             return pd.DataFrame(columns=["x", "y", "share", "n", "duels"])
         rows = []
         for (x, y), grp in self.duels.groupby(["x", "y"], sort=False):
-            scored = [POINTS[o] for o in grp[OVERALL] if o in POINTS]
+            scored = [_POINTS[o] for o in grp[OVERALL] if o in _POINTS]
             share = float(np.mean(scored)) if scored else np.nan
             rows.append({"x": x, "y": y, "share": share, "n": len(scored), "duels": len(grp)})
         return pd.DataFrame(rows)
@@ -524,7 +523,7 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     timings: dict[str, float] = {}
     t = time.perf_counter()
     panel = build_panel(data, cfg)
-    offline = offline_matrices(data, cfg)
+    offline = _offline_matrices(data, cfg)
     matrices: dict[str, pd.DataFrame] = {}
     for m in OFFLINE:  # the offline metrics over the judged users, for the tau beside the protocols
         matrices[m] = offline[m].reindex(index=panel.users)
@@ -551,7 +550,7 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     # the offline metrics are reported over every evaluation user with lists, and ranked against the protocols over
     # the judged users; P_ser and N_ser are reported beside Avg.Score, which ranks the systems for the protocol
     shown = {**{p: matrices[p] for p in cfg.protocols}, **offline}
-    for m in SERENDIPITY_ALSO if len(ser_per_user) else ():
+    for m in _SERENDIPITY_ALSO if len(ser_per_user) else ():
         wide = ser_per_user.pivot_table(index="user", columns="rs", values=m, dropna=False)
         shown[m] = wide.reindex(index=panel.users, columns=panel.systems)
     summary, taus, separation = statistics(matrices, shown, measures, cfg.n_boot, cfg.seed)

@@ -36,12 +36,12 @@ __all__ = [
 T = chapter_text("common")
 _BACKTICK_RUN = re.compile(r"`+")
 #: how the book names judges whose numbers cannot be read as a judge's opinion
-SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
+_SMALL_MODEL_MARKERS = ("SmolLM2-135M",)
 
 
 def small_model(judge_name: str) -> bool:
     """The judge is one of the tiny embedded models that judge close to randomly."""
-    return any(m in judge_name for m in SMALL_MODEL_MARKERS)
+    return any(m in judge_name for m in _SMALL_MODEL_MARKERS)
 
 
 def judge_caveat_sentence(judge_name: str) -> str | None:

@@ -37,7 +37,7 @@ __all__ = [
 #: one marker per series, in order, so series stay apart without colour
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
 #: one hatch per bar series or segment, in order
-HATCHES = ("", "//", "..", "xx", "\\\\", "++", "--", "oo")
+_HATCHES = ("", "//", "..", "xx", "\\\\", "++", "--", "oo")
 #: the line a figure draws for the truth a measurement is held against
 TRUTH_STYLE: dict[str, Any] = {"color": "k", "linestyle": "--", "linewidth": 1.2}
 
@@ -125,7 +125,7 @@ def grouped_bars(
     series: Mapping[str, Sequence[float]],
     *,
     colours: Sequence[Any] | None = None,
-    hatches: Sequence[str] = HATCHES,
+    hatches: Sequence[str] = _HATCHES,
     edgecolor: str = "white",
     width: float = 0.8,
     intervals: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
