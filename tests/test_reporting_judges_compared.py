@@ -247,7 +247,7 @@ def test_stand_in_chapters_are_named_in_the_takeaways() -> None:
     for nb in runs[0].results:
         runs[0].results[nb]["data"] = "toy [STAND-IN]"
     items = report.takeaways_items(compare(runs))
-    assert items[1] == "With one run there is nothing to compare: add a run with another judge profile and rebuild."
+    assert items[1].startswith("With one run there is nothing to compare")
     assert items[-1].startswith("Chapters 1 and 4 ran on {term}`stand-in data`")
     assert report.takeaways_items(compare([])) == [
         "No run has results yet: nothing to compare. Run a chapter with any judge profile and rebuild."]  # fmt: skip

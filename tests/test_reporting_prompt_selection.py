@@ -64,7 +64,7 @@ def test_takeaways_rank_the_templates_when_the_cis_separate_them(separated) -> N
     assert ranking.startswith("CoT had the lowest MAE, 0.00 [0.00, 0.00]")
     assert "exclude 0" in ranking and "ranks CoT first" in ranking
     assert constant.startswith("CoT beats the best constant predictor (always ")
-    assert kappa == "CoT's weighted κ 1.00 [1.00, 1.00] excludes 0: its scores agree with g beyond chance."
+    assert kappa.startswith("CoT's weighted κ 1.00 [1.00, 1.00] excludes 0")
     assert "stand-in" in paper and f"MAE {PAPER_COT_GPT:.3f} with GPT-4o-mini" in paper
     assert sample.startswith("On 60 judged pairs the MAE CIs are ")
 

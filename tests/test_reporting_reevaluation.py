@@ -81,7 +81,7 @@ def test_takeaways_claim_a_lead_only_when_the_ci_separates_it() -> None:
     items = takeaways_items(constructed_run(SEPARATED))
     assert "BPRMF has the highest Precision_acc@20, 9.00 [8.00, 10.00] %; its CI lies above every other" in items[0]
     assert "BPRMF has the highest Precision_ser@20" in items[1] and "it leads" in items[1]
-    assert items[2] == "BPRMF, KFN clear the random floor: their Precision_ser@20 CI lies above Random's."
+    assert items[2].startswith("BPRMF, KFN clear the random floor")  # both, in order, and no other RS
     # BPRMF's [2.6, 3.4] is the only Avg.Score CI wholly outside 2.1-2.4
     assert "the CIs of 1 of 3 recommenders lie wholly outside that range" in items[3]
     assert len(items) == 4  # a capable (here: scripted) judge gets no judge takeaway
@@ -179,7 +179,7 @@ def test_checks_and_judgment_text_are_markdown_sentences() -> None:
     assert bad is not None and "&lt;b&gt;not sure" in bad.to_html()
     assert unparsed_judgments(constructed_run(SEPARATED, judgments=judgments.iloc[:2])) is None
     lines = checks_markdown(run).splitlines()
-    assert lines[0] == "- Best on Precision_acc@k: BPRMF (its CI is above every other RS's CI)."
+    assert lines[0].startswith("- Best on Precision_acc@k: BPRMF (")
     assert all(line.startswith("- ") for line in lines)
 
 

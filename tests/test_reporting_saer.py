@@ -213,7 +213,7 @@ def test_notes_are_admonitions(runs):
     v1 = run.detection.set_index("prompt_version").loc["v1"]
     assert notes[2].startswith(f"- Adversarial, prompt v1: 0 % correct; the genuine list was shown first in "
                                f"{v1['genuine_first_parsed_%']:.0f} %")  # fmt: skip
-    assert notes[-1] == "- Pointwise (v3): 12 of 24 parsed labels were 'Good Match'; 0 of 24 answers were unparsed."
+    assert notes[-1].startswith("- Pointwise (v3): 12 of 24 parsed labels") and "0 of 24 answers" in notes[-1]
     assert list(report.example_lists(run).data.columns) == ["Rank", "Co-occurrence", "Embedding"]
 
 
