@@ -73,6 +73,10 @@ def _paired(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> tup
     return [a[i] for i in keep], [b[i] for i in keep]
 
 
+def _share_equal(p: np.ndarray, q: np.ndarray, axis: int = -1) -> Any:
+    return np.mean(p == q, axis=axis)
+
+
 def _codes(
     a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray, labels: Sequence[Any]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +172,7 @@ def agreement(
     n = len(x)
     if n == 0:
         return Agreement(0, float("nan"), float("nan"))
-    raw_pt, raw_lo, raw_hi = bootstrap_ci((x, y), lambda p, q: float(np.mean(p == q)), n_boot=n_boot, seed=seed)
+    raw_pt, raw_lo, raw_hi = bootstrap_ci((x, y), _share_equal, n_boot=n_boot, seed=seed)
     k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed)
     return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high), kappa_se=k.se)
 

@@ -7,6 +7,7 @@ counted (``n_unparsed``, ``unparsed_rate``) and left out of MAE / accuracy / kap
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -104,12 +105,12 @@ def confusion_frame(
     return mat
 
 
-def _mean_abs_err(p: np.ndarray, t: np.ndarray) -> float:
-    return float(np.mean(np.abs(p - t)))
+def _mean_abs_err(p: np.ndarray, t: np.ndarray, axis: int = -1) -> Any:
+    return np.mean(np.abs(p - t), axis=axis)
 
 
-def _acc3(p: np.ndarray, t: np.ndarray) -> float:
-    return float(np.mean(np.sign(p - 3.0) == np.sign(t - 3.0)))
+def _acc3(p: np.ndarray, t: np.ndarray, axis: int = -1) -> Any:
+    return np.mean(np.sign(p - 3.0) == np.sign(t - 3.0), axis=axis)
 
 
 def summarize_predictions(
@@ -171,8 +172,8 @@ def summarize_predictions(
         e, _ = _pair(expected, truth)
         both = ~np.isnan(e) & ok
         row["n_expected"] = int(both.sum())
-        row["mae_expected"] = _mean_abs_err(e[both], t[both]) if both.any() else float("nan")
-        row["mae_argmax_same"] = _mean_abs_err(p[both], t[both]) if both.any() else float("nan")
+        row["mae_expected"] = float(_mean_abs_err(e[both], t[both])) if both.any() else float("nan")
+        row["mae_argmax_same"] = float(_mean_abs_err(p[both], t[both])) if both.any() else float("nan")
     return row
 
 

@@ -150,7 +150,7 @@ def evaluate_recommender(
                 exclude[r, model.train_matrix[row].indices] = True
         exclude &= ~positives
         auc = auc_per_user(scores, positives, exclude)
-        recs = model.recommend(batch, k=k)
+        recs = model.top_k(scores, batch, k=k)
         ndcg = ndcg_per_user(recs, [truth[u] for u in batch], k)
         div = _urd_per_user(recs, sim)
         rows.append(pd.DataFrame({"user": batch, "auc": auc, f"ndcg@{k}": ndcg, "urd": div}))

@@ -109,13 +109,13 @@ def q_from_codes(codes: np.ndarray) -> float:
     return q_value(float(np.sum(codes == 1)), float(np.sum(codes == 0)), float(np.sum(codes == -1)))
 
 
-def _share_for_q(codes: np.ndarray) -> float:
-    """(W+T)/(W+L+2T): Q = s / (1 - s), a monotone map, so percentile CIs carry over to Q."""
-    w = float(np.sum(codes == 1))
-    t = float(np.sum(codes == 0))
-    lo = float(np.sum(codes == -1))
+def _share_for_q(codes: np.ndarray, axis: int = -1) -> Any:
+    """(W+T)/(W+L+2T) along ``axis`` (NaN where nothing was judged): Q = s / (1 - s), a monotone map, so
+    percentile CIs carry over to Q."""
+    w, t, lo = (np.sum(codes == c, axis=axis) for c in (1, 0, -1))
     den = w + lo + 2 * t
-    return (w + t) / den if den else float("nan")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (w + t) / np.where(den > 0, den, 1), np.nan)
 
 
 def _q_from_share(s: float) -> float:
@@ -175,7 +175,16 @@ def paired_difference(
     nan = float("nan")
     if len(a) < 2:
         return Difference(nan, nan, nan, nan)
-    point, boots = bootstrap_distribution((a, b), lambda x, y: statistic(x) - statistic(y), n_boot=n_boot, seed=seed)
+    if statistic is np.mean:  # vectorised: every resample at once
+
+        def difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> Any:
+            return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+    else:
+
+        def difference(x: np.ndarray, y: np.ndarray) -> Any:  # type: ignore[misc]
+            return statistic(x) - statistic(y)
+
+    point, boots = bootstrap_distribution((a, b), difference, n_boot=n_boot, seed=seed)
     boots = boots[np.isfinite(boots)]
     if not np.isfinite(point) or len(boots) < 2:
         return Difference(point, nan, nan, nan)

@@ -93,10 +93,16 @@ class Recommender(ABC):
 
     def recommend(self, users: np.ndarray, k: int = 20, exclude_seen: bool = True) -> np.ndarray:
         """Top-k item ids per user (n_users x k), best first."""
+        users = np.asarray(users)
+        return self.top_k(self.score(users), users, k, exclude_seen)
+
+    def top_k(self, scores: np.ndarray, users: np.ndarray, k: int = 20, exclude_seen: bool = True) -> np.ndarray:
+        """:meth:`recommend` from the users' :meth:`score` rows already computed (an evaluation that needs both the
+        scores and the lists scores once)."""
         if k <= 0:
             raise ValueError("k must be positive")
         users = np.asarray(users)
-        scores = self.score(users).astype(np.float64)
+        scores = np.array(scores, dtype=np.float64)  # a copy: the caller's scores stay as they were
         if exclude_seen:
             assert self.train_matrix is not None  # score() raised otherwise
             rows = self.user_rows(users)
