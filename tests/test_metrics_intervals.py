@@ -157,3 +157,18 @@ def test_weighted_kappa_rejects_unknown_labels_and_length_mismatch() -> None:
         weighted_kappa(["Good", "Bad"], ["Good", "Good"], labels=["Good", "Poor"])
     with pytest.raises(ValueError, match="labels vs"):
         weighted_kappa([1, 2], [1], labels=[1, 2])
+
+
+def test_a_statistic_with_an_axis_gets_the_same_resamples_all_at_once() -> None:
+    from recjudge_utils.metrics.judge_scores import _acc3, _mean_abs_err
+    from recjudge_utils.metrics.pairwise import _share_for_q
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-1, 2, size=37)
+    pred, truth = rng.integers(1, 6, size=50).astype(float), rng.integers(1, 6, size=50).astype(float)
+    cases = [((codes,), _share_for_q), ((pred, truth), _mean_abs_err), ((pred, truth), _acc3), ((pred,), np.mean)]
+    for arrays, statistic in cases:
+        one_at_a_time = bootstrap_distribution(arrays, lambda *a, s=statistic: float(s(*a)), n_boot=500, seed=4)
+        at_once = bootstrap_distribution(arrays, statistic, n_boot=500, seed=4)
+        assert at_once[0] == pytest.approx(one_at_a_time[0])
+        np.testing.assert_allclose(at_once[1], one_at_a_time[1], rtol=1e-12)
