@@ -81,8 +81,10 @@ class FakeOpenAIServer:
         batch_polls: int = 2,
         model: str = "fake-model",
         provider: Provider | None = None,
+        port: int = 0,
     ) -> None:
         self.script = script
+        self._port = port  # 0: any free port; a test that restarts "the same" endpoint passes the old one
         self.latency = latency
         self.default = default
         self.reject_json_schema = reject_json_schema
@@ -121,13 +123,15 @@ class FakeOpenAIServer:
         class Handler(_Handler):
             fake = server
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop accepting, and wait for every request already accepted to be answered (``server_close`` joins the
+        handler threads), so that ``requests`` is final."""
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

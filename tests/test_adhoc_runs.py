@@ -145,6 +145,7 @@ def root() -> Path:
     return found
 
 
+@pytest.mark.slow
 def test_papermill_run_writes_a_run_of_its_own_never_runs_default(tmp_path: Path, isolated_runs: Path) -> None:
     default = isolated_runs / "default"
     (default / "01_tiny").mkdir(parents=True)

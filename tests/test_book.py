@@ -51,6 +51,7 @@ def test_parameter_values_are_read_as_yaml(text: str, expected: object) -> None:
     assert book.parse_parameter_value(text) == expected
 
 
+@pytest.mark.slow
 def test_run_passes_declared_parameters_and_writes_manifest(project: Path, isolated_runs: Path) -> None:
     manifest = book.run(gpt_x(), "first", parameters={"n_users": 7}, build=False, root=project)
     run_folder = isolated_runs / "first"
@@ -72,6 +73,7 @@ def test_run_passes_declared_parameters_and_writes_manifest(project: Path, isola
     assert "gpt-x" in (run_folder / "run_manifest.md").read_text()
 
 
+@pytest.mark.slow
 def test_runs_coexist(project: Path, isolated_runs: Path) -> None:
     book.run(gpt_x(), "a", build=False, root=project)
     book.run(load_profile("embedded"), "b", build=False, root=project)
@@ -98,6 +100,7 @@ def test_unknown_or_secret_parameter_is_an_error(project: Path, isolated_runs: P
     assert not (isolated_runs / "default").exists()  # refused before any folder was made or notebook ran
 
 
+@pytest.mark.slow
 def test_failing_notebook_names_itself_and_its_cell(project: Path, isolated_runs: Path) -> None:
     write_notebook(
         project / "notebooks" / "02_bad.ipynb",
@@ -225,6 +228,7 @@ def test_profile_naming_a_model_the_endpoint_does_not_list_fails_before_running(
 
 
 # -- the manifest names the run's judge from the start ---------------------------------------------------------
+@pytest.mark.slow
 def test_the_manifest_is_written_before_the_first_notebook(project: Path, isolated_runs: Path) -> None:
     write_notebook(
         project / "notebooks" / "00_reads_manifest.ipynb",
@@ -309,6 +313,7 @@ def test_unknown_parameter_is_answered_with_the_closest_declared_ones(
     assert not (isolated_runs / "default").exists()  # before the profile check and any notebook
 
 
+@pytest.mark.slow
 def test_plan_needs_no_api_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

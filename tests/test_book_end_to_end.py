@@ -1,22 +1,19 @@
-"""The whole book at demo scale against the fake OpenAI server, as a user reruns it with new judges.
+"""The whole book as ``make book`` left it: the lane ``make test-book`` runs after ``make book`` (CI does).
 
-One module-scoped world runs, in order: a plan (calls nothing), run ``first`` with profile ``fake-a`` (429s and
-500s injected), run ``again`` with the same profile (every answer reused), run ``other`` with profile ``fake-b``
-(trains nothing) and exports ``other``. The tests then assert on what those runs left behind, replay the
-archive into an empty cache with every server stopped, and check that damaged archives import nothing.
+``make book`` executes a run with the simulated judge (``runs/sim``, which trains every recommender), a plan of
+the default run, then the default run with the embedded judge (``runs/default``, every chapter, the judges chapter
+reading all runs). These tests read what those runs left behind instead of training and executing again; the one
+that executes is the replay, which rebuilds the default run from its archive with an empty cache and no server.
+A batch-API judge killed mid-way is the other whole-notebook world here (chapter 0 against the fake server).
 
-The fake server answers every prompt in the format it asks for (the simulated judge's renderers, driven by the
-request body alone), so the real parsers run on every answer.
+Every test fails, naming ``make book``, when the runs are not there: a lane that skipped would pass for nothing.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +26,29 @@ from recjudge_utils import book
 from recjudge_utils.book import cli
 from recjudge_utils.book.archive import export_run
 from recjudge_utils.book.runner import select_notebooks
-from recjudge_utils.book.usage import read_jsonl
-from recjudge_utils.judge.backends.sim import UNPARSEABLE_ANSWER
-from recjudge_utils.judge.profiles import JudgeProfile, load_profile
+from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.paths import project_root
 
 ROOT = project_root()
+#: the runs ``make book`` wrote (read before conftest points every test at a folder of its own)
+BOOK_RUNS = Path(os.environ.get("RECJUDGE_RUNS_DIR") or (ROOT / "runs" if ROOT else "runs"))
 #: in the runner's order: the chapter reading every other chapter's results last
 NOTEBOOKS = [p.stem for p in select_notebooks(ROOT / "notebooks", None) if p.stem[:2].isdigit()] if ROOT else []
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")]
+#: the chapters that judge with the run's profile and write their headline numbers
+JUDGING = ["00_introduction", "01_serendipity_prompt_selection", "02_rs_reevaluation", "03_recsys_arena", "04_saer",
+           "07_your_recommenders"]  # fmt: skip
+pytestmark = [pytest.mark.book, pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")]
 
 
-def profile_for(server: FakeOpenAIServer, name: str) -> JudgeProfile:
-    return load_profile(
-        {"name": name, "model": server.model, "base_url": server.base_url, "max_concurrency": 4, "retries": 6}
-    )
+def book_run(name: str) -> Path:
+    folder = BOOK_RUNS / name
+    if not (folder / "manifest.json").is_file():
+        pytest.fail(f"{folder} has no manifest.json: run make book before make test-book")
+    return folder
 
 
-def artifact_state(runs: Path) -> dict[str, tuple[int, int]]:
-    """Every stored artifact file with its size and modification time: training anything changes it."""
-    root = runs / "artifacts"
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+def manifest_of(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "manifest.json").read_text())
 
 
 def results_of(run_folder: Path) -> dict[str, Any]:
@@ -67,132 +66,70 @@ def executed_text(run_folder: Path, notebook: str) -> str:
     return "\n".join(parts)
 
 
-@dataclass
-class World:
-    runs: Path
-    plan: dict[str, Any]
-    script_a: FormatAwareScript
-    requests_a: int = 0
-    requests_a_after_again: int = 0
-    requests_b: int = 0
-    artifacts: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
-    archive: Path | None = None
+def total(manifest: dict[str, Any]) -> dict[str, Any]:
+    return next(r for r in manifest["actual"]["notebooks"] if r["notebook"] == "TOTAL")
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    runs = tmp_path_factory.mktemp("book-runs")
-    saved = os.environ.get("RECJUDGE_RUNS_DIR")
-    os.environ["RECJUDGE_RUNS_DIR"] = str(runs)
-    try:
-        script_a = FormatAwareScript(every_429=9, every_500=13)
-        with FakeOpenAIServer(script=script_a, model="fake-model-a") as server_a:
-            profile_a = profile_for(server_a, "fake-a")
-            profile_a.check(preflight=True)
-            plan = book.plan(profile_a, "first", root=ROOT)
-            assert not server_a.requests, "the plan called the model"
-            book.run(profile_a, "first", build=False, root=ROOT)
-            w = World(runs, plan, script_a, requests_a=len(server_a.requests))
-            w.artifacts["first"] = artifact_state(runs)
-            book.run(profile_a, "again", build=False, root=ROOT)
-            w.requests_a_after_again = len(server_a.requests)
-            w.artifacts["again"] = artifact_state(runs)
-        with FakeOpenAIServer(script=FormatAwareScript(), model="fake-model-b") as server_b:
-            book.run(profile_for(server_b, "fake-b"), "other", build=False, root=ROOT)
-            w.requests_b = len(server_b.requests)
-            w.artifacts["other"] = artifact_state(runs)
-        w.archive = export_run(runs / "other")
-        yield w
-    finally:
-        if saved is None:
-            os.environ.pop("RECJUDGE_RUNS_DIR", None)
-        else:
-            os.environ["RECJUDGE_RUNS_DIR"] = saved
-
-
-def test_whole_book_survives_injected_429_and_500(world: World) -> None:
-    assert world.script_a.injected[429] >= 5 and world.script_a.injected[500] >= 5
-    manifest = json.loads((world.runs / "first" / "manifest.json").read_text())
+def test_every_chapter_ran_and_every_judging_chapter_wrote_its_counts() -> None:
+    folder = book_run("default")
+    manifest = manifest_of(folder)
+    assert manifest["status"] == "ok" and manifest["judge"]["name"] == "embedded"
     assert [Path(n["notebook"]).stem for n in manifest["notebooks"]] == NOTEBOOKS
-    assert all(n["status"] == "ok" for n in manifest["notebooks"])
-    for log in (world.runs / "first").glob("*/judgments.jsonl"):
-        records = read_jsonl(log)
-        assert records and not [r for r in records if r.get("status") == "error"], log.parent.name
-        # chapter 5's panel study gives its simulated judges a share of deliberately unparseable answers
-        failed = [r for r in records if r.get("status") == "unparsed" and UNPARSEABLE_ANSWER not in json.dumps(r)]
-        assert not failed, f"{log.parent.name}: a sim answer failed"
-    # every notebook that judges with the profile wrote its headline numbers
-    assert {
-        "01_serendipity_prompt_selection",
-        "02_rs_reevaluation",
-        "03_recsys_arena",
-        "04_saer",
-        "07_your_recommenders",
-    } <= set(results_of(world.runs / "first"))
+    assert all(n["status"] == "ok" and n["cache_key"] for n in manifest["notebooks"])
+    results = results_of(folder)
+    for notebook in JUDGING:
+        counts = results[notebook]["judgments"]
+        assert counts["n"] == counts["parsed"] + counts["unparsed"] + counts["error"] > 0, notebook
+        assert counts["error"] == 0, notebook  # the embedded server answered every call
+    health = {row["notebook"]: row for row in manifest["judge_health"]}
+    assert set(JUDGING) <= set(health)
 
 
-def test_second_run_reuses_every_answer_and_trains_nothing(world: World) -> None:
-    assert world.requests_a > 0
-    assert world.requests_a_after_again == world.requests_a  # not one HTTP request more
-    manifest = json.loads((world.runs / "again" / "manifest.json").read_text())
-    total = next(r for r in manifest["actual"]["notebooks"] if r["notebook"] == "TOTAL")
-    assert total["calls"] == 0 and total["cache_hits"] > 0
-    assert world.artifacts["again"] == world.artifacts["first"]
-    assert results_of(world.runs / "again") == results_of(world.runs / "first")
-
-
-def test_another_judge_profile_trains_nothing(world: World) -> None:
-    assert world.requests_b > 0  # the new judge was asked ...
-    assert world.artifacts["first"]  # ... the first run stored trained models (the plan stores nothing) ...
-    assert world.artifacts["other"] == world.artifacts["first"]  # ... and no later run trained any
-    for name in ("again", "other"):
-        assert json.loads((world.runs / name / "manifest.json").read_text())["training_seconds"] == 0.0, name
-
-
-def test_runs_coexist_and_the_judges_chapter_shows_both(world: World) -> None:
-    for name, judge in (("first", "fake-a"), ("other", "fake-b")):
-        assert json.loads((world.runs / name / "manifest.json").read_text())["judge"]["name"] == judge
-        assert (world.runs / name / "executed" / "06_judges_compared.ipynb").exists()
-    shown = executed_text(world.runs / "other", "06_judges_compared")
-    assert "3 runs: again: fake-model-a" in shown  # the running run included, with no manifest yet
-    assert "fake-model-a" in shown and "fake-model-b" in shown
-
-
-def test_plan_matches_actual_calls_of_unchained_notebooks(world: World) -> None:
-    planned = {r["notebook"]: r for r in world.plan["notebooks"]}
-    manifest = json.loads((world.runs / "first" / "manifest.json").read_text())
-    actual = {r["notebook"]: r for r in manifest["actual"]["notebooks"]}
+def test_the_plan_made_before_the_run_matches_its_judgments() -> None:
+    folder = book_run("default")
+    manifest = manifest_of(folder)
+    plan = json.loads((folder / "plan.json").read_text())
     # the manifest shows the plan beside the actual usage
-    pd.testing.assert_frame_equal(pd.DataFrame(manifest["plan"]["notebooks"]), pd.DataFrame(world.plan["notebooks"]))
-    for nb in ("03_recsys_arena", "04_saer"):
+    pd.testing.assert_frame_equal(pd.DataFrame(manifest["plan"]["notebooks"]), pd.DataFrame(plan["notebooks"]))
+    planned = {r["notebook"]: r for r in plan["notebooks"]}
+    actual = {r["notebook"]: r for r in manifest["actual"]["notebooks"]}
+    for nb in ("03_recsys_arena", "04_saer"):  # no chained requests: the plan rendered exactly what was asked
         assert planned[nb]["estimated_calls"] == 0
-        assert planned[nb]["calls"] == actual[nb]["calls"] > 0, nb
-    # the plan came before any recommender was stored: notebook 02 judges each distinct (user, item) pair once, so its
-    # count depends on how much trained lists overlap, and stand-in lists (which never overlap) give about the most
-    reeval = "02_rs_reevaluation"
-    assert planned[reeval]["requests"].startswith("stand-in lists for:")
-    assert planned[reeval]["calls"] >= actual[reeval]["calls"] > 0
+        asked = planned[nb]["calls"] + planned[nb]["cached"]
+        assert asked == actual[nb]["calls"] + actual[nb]["cache_hits"] > 0, nb
     # LtM chains prompts: its later stages are estimates, but every call is counted
     assert planned["01_serendipity_prompt_selection"]["estimated_calls"] > 0
-    assert planned["01_serendipity_prompt_selection"]["calls"] == actual["01_serendipity_prompt_selection"]["calls"]
 
 
-def test_replay_rebuilds_the_run_with_no_cache_and_no_server(
-    world: World, isolated_runs: Path, capsys: pytest.CaptureFixture[str]
+def test_a_run_with_another_judge_trained_nothing() -> None:
+    sim, default = manifest_of(book_run("sim")), manifest_of(book_run("default"))
+    assert sim["judge"]["name"] == "sim" and default["judge"]["name"] == "embedded"
+    # the simulated run trained (or loaded) every recommender; the default run, made after it, loaded them all
+    assert default["training_seconds"] == 0.0
+
+
+def test_runs_coexist_and_the_judges_chapter_shows_each() -> None:
+    folder = book_run("default")
+    shown = executed_text(folder, "06_judges_compared")
+    for run in ("sim", "default"):
+        judge = manifest_of(book_run(run))["judge"]
+        assert f"{run}: {judge['model']}" in shown, run
+
+
+def test_replay_rebuilds_the_default_run_with_no_cache_and_no_server(
+    isolated_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a reader's machine: an empty judge cache, no server, no key; trained models copied to save test time
-    shutil.copytree(world.runs / "artifacts", isolated_runs / "artifacts")
-    assert world.archive is not None
-    archived = [json.loads(line) for line in gzip.decompress(world.archive.read_bytes()).splitlines()]
-    notebooks = {a["notebook"] for a in archived if a["type"] == "answer"}
-    # the run's judge's answers only: chapter 5's simulated judge recomputes its own offline
-    assert notebooks == {nb for nb in NOTEBOOKS if nb[:2] in {"00", "01", "02", "03", "04", "07"}}
-    assert cli.main(["replay", str(world.archive), "--no-build"]) == 0
+    source = book_run("default")
+    monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(BOOK_RUNS))  # the book's cache holds the answers to export
+    archive = export_run(source, tmp_path / "default.recjudge.jsonl.gz")
+    monkeypatch.setenv("RECJUDGE_RUNS_DIR", str(isolated_runs))  # a reader's machine: an empty judge cache
+    shutil.copytree(BOOK_RUNS / "artifacts", isolated_runs / "artifacts")  # trained models, to save the time
+    assert cli.main(["replay", str(archive), "--no-build"]) == 0
     assert "every results.json equals the archived one" in capsys.readouterr().out
-    assert results_of(isolated_runs / "other") == results_of(world.runs / "other")
-    manifest = json.loads((isolated_runs / "other" / "manifest.json").read_text())
-    total = next(r for r in manifest["actual"]["notebooks"] if r["notebook"] == "TOTAL")
-    assert total["calls"] == 0 and total["errors"] == 0
+    assert results_of(isolated_runs / "default") == results_of(source)
+    replayed = manifest_of(isolated_runs / "default")
+    assert total(replayed)["calls"] == 0 and total(replayed)["errors"] == 0
+    assert replayed["training_seconds"] == 0.0
 
 
 def test_batch_profile_killed_mid_way_resumes_through_a_notebook_without_paying_twice(isolated_runs: Path) -> None:
@@ -218,6 +155,5 @@ def test_batch_profile_killed_mid_way_resumes_through_a_notebook_without_paying_
     assert len(server.batches) == 1  # resumed the submitted batch, created no second one
     assert len(server.batch_lines) == submitted  # every submitted request answered (and paid) once
     assert not server.requests  # and none through the full-price chat route
-    manifest = json.loads((isolated_runs / "batch" / "manifest.json").read_text())
-    total = next(r for r in manifest["actual"]["notebooks"] if r["notebook"] == "TOTAL")
-    assert total["calls"] == submitted and total["errors"] == 0
+    manifest = manifest_of(isolated_runs / "batch")
+    assert total(manifest)["calls"] == submitted and total(manifest)["errors"] == 0

@@ -152,6 +152,7 @@ def built(fake_run: tuple[Path, Path, bytes], tmp_path_factory: pytest.TempPathF
     return write_report(run, book, tmp_path_factory.mktemp("out"), CHROMIUM)
 
 
+@pytest.mark.slow
 def test_report_is_one_self_contained_file(built: ReportFiles, fake_run: tuple[Path, Path, bytes]) -> None:
     html = built.html.read_text(encoding="utf-8")
     assert built.html.name == "fake.html"
@@ -164,6 +165,7 @@ def test_report_is_one_self_contained_file(built: ReportFiles, fake_run: tuple[P
     assert base64.b64encode(png).decode() in html  # the notebook's figure, embedded
 
 
+@pytest.mark.slow
 def test_report_hides_inputs_and_shows_outputs(built: ReportFiles) -> None:
     html = built.html.read_text(encoding="utf-8")
     assert INPUT_MARKER not in html
@@ -171,6 +173,7 @@ def test_report_hides_inputs_and_shows_outputs(built: ReportFiles) -> None:
     assert 'class="dataframe"' in html and "sasrec" in html and "61.1" in html
 
 
+@pytest.mark.slow
 def test_report_opens_with_the_manifest(built: ReportFiles) -> None:
     html = built.html.read_text(encoding="utf-8")
     body = html[html.index("<body") :]
@@ -189,6 +192,7 @@ def test_report_opens_with_the_manifest(built: ReportFiles) -> None:
     assert body.index("Fake intro") < body.index("Fake chapter")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (apt-get install -y chromium)")
 def test_pdf_and_typeset_math_with_chromium(built: ReportFiles) -> None:
     html = built.html.read_text(encoding="utf-8")
@@ -198,6 +202,7 @@ def test_pdf_and_typeset_math_with_chromium(built: ReportFiles) -> None:
     assert re.search(r"@font-face \{ font-family: MJXTEX; src: url\(\"data:font/woff;base64,", html)
 
 
+@pytest.mark.slow
 def test_without_chromium_the_html_is_written_and_the_exit_code_says_so(
     fake_run: tuple[Path, Path, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -224,6 +229,7 @@ def test_report_toc_puts_the_manifest_first() -> None:
         "root": "intro",
         "parts": [
             {"caption": "A", "chapters": [{"file": "executed/00_x"}]},
+            {"caption": "Using recjudge", "chapters": [{"file": "using/install"}]},  # the manual: not a finding
             {"caption": "Reproducibility", "chapters": [{"file": MANIFEST_PAGE}]},
             {"caption": "References", "chapters": [{"file": "bibliography"}]},
         ],
@@ -238,6 +244,7 @@ def test_report_toc_puts_the_manifest_first() -> None:
     }
 
 
+@pytest.mark.slow
 def test_cli_report_goes_to_the_report_command(monkeypatch: pytest.MonkeyPatch, isolated_runs: Path) -> None:
     calls = []
     monkeypatch.setattr(report_module, "report_command", lambda *args: calls.append(args) or 0)

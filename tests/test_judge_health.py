@@ -190,8 +190,9 @@ def test_a_run_records_flags_and_prints_its_judges_health(
     assert "| 02_b | 4 of 5 | 1 / 0 | 0 |" in page
     assert page == (isolated_runs / "half" / "executed" / "run_manifest.md").read_text()  # the page the book shows
 
-    # again: every answer from the cache (the failed call is asked again and fails again), counted the same
-    book.run(profile, "half", build=False, root=project)
+    # again, forced (nothing changed, so the run would otherwise keep its executed copies): every answer from the
+    # cache (the failed call is asked again and fails again), counted the same
+    book.run(profile, "half", build=False, root=project, force=True)
     saved = json.loads((isolated_runs / "half" / "manifest.json").read_text())
     counts = {r["notebook"]: tuple(r[f] for f in fields) for r in saved["judge_health"]}
     assert counts == {"01_a": (5, 1, 3, 1, 4, True), "02_b": (5, 4, 1, 0, 5, False)}

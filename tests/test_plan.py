@@ -276,6 +276,7 @@ def test_open_judge_in_plan_mode_needs_no_key(plan_mode: Path, monkeypatch: pyte
     assert json.loads((plan_mode / "nb" / JUDGE_FILE).read_text())["model"] == "gpt-4o-mini"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")
 def test_book_plan_of_one_notebook_needs_no_key_and_says_how_it_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     from recjudge_utils import book

@@ -4,6 +4,7 @@
     python -m recjudge_utils.book run --run gpt --judge gpt-4o-mini --scale paper
     python -m recjudge_utils.book run --run x --model gpt-4o-mini --base-url https://api.openai.com/v1 -p n_users 200
     python -m recjudge_utils.book run --only 03 --no-build -p top_k 10   # one notebook, no HTML
+    python -m recjudge_utils.book run --force                            # execute even the unchanged notebooks
     python -m recjudge_utils.book run --run gpt --judge gpt-4o-mini --offline   # from the cache: no key, no call
     python -m recjudge_utils.book plan --run gpt --judge gpt-4o-mini --scale paper   # calls, tokens, $, hours
     python -m recjudge_utils.book build --run gpt                        # the HTML book from an existing run
@@ -140,6 +141,7 @@ def replay(path: Path, args: argparse.Namespace, root: Path) -> int:
         root,
         manifest.get("scale", "demo"),
         offline=True,
+        force=True,  # a replay recomputes every notebook from the archive's answers: that is what it checks
     )
     differing = []
     for notebook, archived in archive.results.items():
@@ -268,6 +270,13 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
         help="run only the notebooks whose file name starts with one of these (e.g. 03)",
     )
     parser.add_argument("--log-output", action="store_true", help="stream notebook output to this terminal")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="execute (or plan, or build) even what is unchanged since it was last made; without it a notebook is "
+        "executed again only when its file, its parameters, the judge profile, the scale, the package or the data "
+        "changed (the key is in the run's manifest.json)",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -290,6 +299,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _selection_options(plan_p)
     build_p = sub.add_parser("build", help="build the HTML book from an existing run, execute nothing")
     build_p.add_argument("--run", default=DEFAULT_RUN, help="the run to build from (default: default)")
+    build_p.add_argument("--force", action="store_true", help="build even when the book and the run are unchanged")
     export_p = sub.add_parser("export", help="write the portable archive of a run (runs/RUN.recjudge.jsonl.gz)")
     export_p.add_argument("run_name", metavar="RUN", help="the run folder under runs/")
     replay_p = sub.add_parser("replay", help="import an archive and rebuild its run offline: no key, no network")
@@ -349,7 +359,7 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
     if args.command == "params":
         return _write_parameter_files(root, args.check)
     if args.command == "build":
-        build_book(root, args.run)
+        build_book(root, args.run, args.force)
         return 0
     if args.command == "export":
         print(f"archive written: {export_archive(args.run_name)}")
@@ -374,14 +384,25 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
     check_selection(args.only, parameters, root)
     profile = profile_from_args(args)
     if args.command == "plan":  # a plan calls nothing: it needs neither the key nor the endpoint
-        summary = plan(profile, args.run, parameters, args.only, root, args.scale, args.log_output)
+        summary = plan(profile, args.run, parameters, args.only, root, args.scale, args.log_output, args.force)
         print(plan_text(summary))
         return 0
     if args.offline:  # no key and no endpoint needed; the cache must answer everything instead
         check_offline(profile, args.run, parameters, args.only, root, args.scale, args.log_output)
     else:
         profile.check(preflight=True)  # fails before any notebook runs
-    run(profile, args.run, parameters, args.only, not args.no_build, args.log_output, root, args.scale, args.offline)
+    run(
+        profile,
+        args.run,
+        parameters,
+        args.only,
+        not args.no_build,
+        args.log_output,
+        root,
+        args.scale,
+        args.offline,
+        args.force,
+    )
     return 0
 
 

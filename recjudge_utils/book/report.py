@@ -123,12 +123,21 @@ def load_manifest(run_folder: Path) -> RunManifest:
     return RunManifest(**{k: v for k, v in data.items() if k in known})
 
 
+#: the book's "Using recjudge" pages: how to use the tool, not what a run found, so a run's report leaves them out
+MANUAL_DIR = "using"
+
+
 def report_toc(toc: dict[str, Any]) -> dict[str, Any]:
-    """The book's table of contents with the manifest as its root (first) and the book's root as first chapter."""
+    """The book's table of contents with the manifest as its root (first) and the book's root as first chapter,
+    without the manual's pages (:data:`MANUAL_DIR`)."""
     first = {"file": toc["root"]}
 
     def without_manifest(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [c for c in chapters if c.get("file") != MANIFEST_PAGE]
+        return [
+            c
+            for c in chapters
+            if c.get("file") != MANIFEST_PAGE and not str(c.get("file", "")).startswith(f"{MANUAL_DIR}/")
+        ]
 
     out: dict[str, Any] = {k: v for k, v in toc.items() if k not in ("root", "parts", "chapters")}
     out["root"] = MANIFEST_PAGE
@@ -146,7 +155,7 @@ def _prepare_sources(book_dir: Path, run_folder: Path, manifest: RunManifest, wo
     """A copy of the book's sources with the run's executed notebooks, the manifest page, and the report's
     configuration (code sources removed, the manifest first)."""
     source = work / "book"
-    shutil.copytree(book_dir, source, ignore=shutil.ignore_patterns("_build", "executed"))
+    shutil.copytree(book_dir, source, ignore=shutil.ignore_patterns("_build", "executed", MANUAL_DIR))
     shutil.copytree(run_folder / "executed", source / "executed")
     (source / f"{MANIFEST_PAGE}.md").write_text(manifest_markdown(manifest))
     config = yaml.safe_load((source / "_config.yml").read_text()) or {}

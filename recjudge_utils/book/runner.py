@@ -36,6 +36,7 @@ import yaml
 
 from recjudge_utils import __version__
 from recjudge_utils._extras import optional_imports
+from recjudge_utils.book.execution_cache import book_key, notebook_key, plan_key, runs_digest
 from recjudge_utils.book.scales import scale_parameters
 from recjudge_utils.book.usage import (
     METHOD_FILE,
@@ -45,6 +46,7 @@ from recjudge_utils.book.usage import (
     log_offsets,
     plan_summary,
     read_jsonl,
+    with_total,
 )
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
 from recjudge_utils.judge.planning import plan_files
@@ -110,6 +112,10 @@ class NotebookRun:
     seconds: float = 0.0
     failed_cell: int | None = None
     error: str | None = None
+    #: what the executed copy was made from (:func:`.execution_cache.notebook_key`)
+    cache_key: str = ""
+    #: the executed copy of an earlier execution with the same key was kept (``seconds`` are that execution's)
+    reused: bool = False
 
 
 @dataclass
@@ -348,7 +354,11 @@ def manifest_markdown(manifest: RunManifest) -> str:
         "| notebook | status | seconds |",
         "| --- | --- | --- |",
     ]
-    lines += [f"| {r.notebook} | {r.status} | {r.seconds:.0f} |" for r in manifest.notebooks]
+    lines += [
+        f"| {r.notebook} | {r.status}{' (reused: unchanged since its execution)' if r.reused else ''} | "
+        f"{r.seconds:.0f} |"
+        for r in manifest.notebooks
+    ]
     changes = [
         f"| {endpoint} | `{entry['parameter']}` | {entry['action']} | {entry['message']} |"
         for endpoint, state in manifest.endpoint_adaptations.items()
@@ -462,9 +472,16 @@ def _write_manifest(folder: Path, manifest: RunManifest) -> None:
         tmp.replace(folder / name)
 
 
-def build_book(root: Path, run_name: str = DEFAULT_RUN) -> None:
+#: the key of the last build (:func:`.execution_cache.book_key`), beside the HTML it describes
+_BUILD_KEY_FILE = "recjudge-build.json"
+
+
+def build_book(root: Path, run_name: str = DEFAULT_RUN, force: bool = False) -> bool:
     """Copy the run's executed notebooks and manifest page into ``book/executed`` and run
-    ``jupyter-book build --all -W`` (warnings are errors, every page is rebuilt)."""
+    ``jupyter-book build --all -W`` (warnings are errors, every page is rebuilt); returns whether it built.
+
+    Nothing is built when the last build was made from the same book sources and executed notebooks (its key is in
+    ``book/_build/recjudge-build.json``) and its HTML is there, unless ``force``."""
     source = run_dir(run_name) / "executed"
     book_dir = root / "book"
     toc = yaml.safe_load((book_dir / "_toc.yml").read_text())
@@ -475,13 +492,22 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN) -> None:
             f"run {run_name!r} has no executed copy of {', '.join(missing)} (run those notebooks into it first, "
             f"e.g. python -m recjudge_utils.book run --run {run_name})"
         )
+    key = {"run": run_name, "key": book_key(book_dir, source)}
+    stamp = book_dir / "_build" / _BUILD_KEY_FILE
+    built = book_dir / "_build" / "html" / "index.html"
+    if not force and built.is_file() and stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == key:
+        print(f"book unchanged since its last build from run {run_name!r}: nothing to build (--force builds)")
+        return False
     target = book_dir / "executed"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
+    stamp.unlink(missing_ok=True)  # a failed build leaves no key that claims its HTML
     jb = Path(sys.executable).with_name("jupyter-book")
     command = [str(jb) if jb.exists() else "jupyter-book", "build", str(book_dir), "--all", "-W", "--keep-going"]
     print("building the book:", " ".join(command), flush=True)
     subprocess.run(command, check=True)
+    stamp.write_text(json.dumps(key) + "\n", encoding="utf-8")
+    return True
 
 
 def _executed_page(source: Path, toc_file: str) -> Path:
@@ -556,6 +582,33 @@ def _matching_plan(summary: dict[str, Any], profile: JudgeProfile, scale: str) -
     return summary
 
 
+def _earlier(path: Path) -> dict[str, Any]:
+    """What an earlier run or plan wrote to ``path`` (empty when there is none or it cannot be read)."""
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _reusable(previous: Mapping[str, Any], notebook: str, key: str) -> dict[str, Any] | None:
+    """The earlier run's record of ``notebook`` when it ended well with the same key and its executed copy is there."""
+    for entry in previous.get("notebooks") or []:
+        if (
+            entry.get("notebook") == notebook
+            and entry.get("status") == "ok"
+            and entry.get("cache_key") == key
+            and Path(str(entry.get("output"))).is_file()
+        ):
+            return dict(entry)
+    return None
+
+
+def _rows_of(previous: Mapping[str, Any], section: str, notebooks: set[str]) -> list[dict[str, Any]]:
+    """An earlier manifest's usage (``actual``) or health rows of the reused ``notebooks``."""
+    rows = (previous.get(section) or {}).get("notebooks", []) if section == "actual" else previous.get(section) or []
+    return [dict(r) for r in rows if r.get("notebook") in notebooks]
+
+
 def run(
     profile: JudgeProfile,
     run_name: str = DEFAULT_RUN,
@@ -566,13 +619,18 @@ def run(
     root: Path | None = None,
     scale: str = "demo",
     offline: bool = False,
+    force: bool = False,
 ) -> RunManifest:
     """Execute the notebooks into ``runs/<run_name>/``, write the manifest, build the book from that run.
 
-    The manifest is written before the first notebook (``"status": "running"``, judge, scale, parameters), after
-    each notebook, and at the end with the usage, so the run's judge is named even while it executes.
-    ``offline``: the notebooks' judges answer only from the cache (a replay of an imported archive, or
-    ``run --offline``, which calls :func:`check_offline` first).
+    A notebook whose execution key (:func:`.execution_cache.notebook_key`: its file, parameters, judge, scale, run
+    mode, the package, the data) equals the one its executed copy in this run was made with is not executed again,
+    unless ``force`` or a notebook before it was executed in this run (a later chapter may read an earlier one's
+    files); when no notebook is executed, the run's manifest stays as it was. The manifest is written before the
+    first executed notebook (``"status": "running"``, judge, scale, parameters), after each notebook, and at the end
+    with the usage, so the run's judge is named even while it executes. ``offline``: the notebooks' judges answer
+    only from the cache (a replay of an imported archive, or ``run --offline``, which calls :func:`check_offline`
+    first).
 
     Raises:
         NotebookFailed: a notebook raised; every failed notebook is named with its cell and error.
@@ -582,6 +640,25 @@ def run(
     folder = run_dir(run_name)
     out_dir = folder / "executed"
     out_dir.mkdir(parents=True, exist_ok=True)
+    params_of = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
+    previous = _earlier(folder / MANIFEST_FILE)
+
+    def key_of(nb: Path) -> str:  # computed when its turn comes: the chapter reading every run reads them then
+        other_runs = runs_digest(exclude=run_name) if nb.name == _READS_ALL_RESULTS else None
+        return notebook_key(nb, params_of[nb], scale, offline, other_runs)
+
+    same_notebooks = [e.get("notebook") for e in previous.get("notebooks", [])] == [nb.name for nb in notebooks]
+    if (
+        not force
+        and previous.get("status") == "ok"
+        and same_notebooks
+        and all(_reusable(previous, nb.name, key_of(nb)) for nb in notebooks)
+    ):
+        print(f"[run {run_name}] every notebook is unchanged since it was executed: nothing to execute "
+              "(--force executes)", flush=True)  # fmt: skip
+        if build:
+            _build_and_say(root, run_name)
+        return _manifest_from_dict(previous)
 
     manifest = RunManifest(
         run=run_name,
@@ -596,22 +673,32 @@ def run(
     plan_path = folder / PLAN_JSON
     if plan_path.exists():
         manifest.plan = _matching_plan(json.loads(plan_path.read_text(encoding="utf-8")), profile, scale)
-    params_of = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
     manifest.notebooks = [NotebookRun(nb.name, str(out_dir / nb.name), params_of[nb]) for nb in notebooks]
     _write_manifest(folder, manifest)  # preliminary: chapter 6 names this run's judge while it executes
     started = time.perf_counter()
+    judging = [nb.stem for nb in notebooks if JUDGE_PARAMETER in declared[nb]]
     # usage, plan and cost cover the notebooks that judge with the run's profile (declare ``judge``); chapter 5's
     # simulated judge is a teaching tool, not this run's judge, and its calls are not this judge's bill
-    offsets = log_offsets(folder, [nb.stem for nb in notebooks if JUDGE_PARAMETER in declared[nb]])
+    offsets = log_offsets(folder, judging)
     computed_before = len(compute_log())
     env = {"RECJUDGE_RUN_DIR": str(folder), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env |= RunMode(offline=offline).environment()
+    executed_one = force
     with environment(env):
         for i, nb in enumerate(notebooks):
             params = params_of[nb]
+            key = key_of(nb)
+            earlier = None if executed_one else _reusable(previous, nb.name, key)
+            if earlier is not None:
+                manifest.notebooks[i] = NotebookRun(**{**earlier, "reused": True})
+                _write_manifest(folder, manifest)
+                print(f"[{nb.name}] unchanged since it was executed: its executed copy is kept", flush=True)
+                continue
+            executed_one = True
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
             print(f"[{nb.name}] running with {shown}", flush=True)
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)
+            result.cache_key = key
             manifest.notebooks[i] = result
             manifest.seconds = round(time.perf_counter() - started, 1)
             _write_manifest(folder, manifest)
@@ -624,9 +711,19 @@ def run(
         sum(e["seconds"] for e in compute_log(start=computed_before) if not e["nested"]), 1
     )
     manifest.finished_utc = datetime.now(UTC).isoformat(timespec="seconds")
+    reused = {Path(r.notebook).stem for r in manifest.notebooks if r.reused}
     seconds = {Path(r.notebook).stem: r.seconds for r in manifest.notebooks}
-    manifest.actual = {"notebooks": actual_usage(folder, offsets, seconds).to_dict("records")}
-    manifest.judge_health = judge_health(folder, offsets)
+    fresh = {nb: start for nb, start in offsets.items() if nb not in reused}
+    # a reused notebook's usage and health are those of the execution that made its copy
+    kept_usage = {r["notebook"]: r for r in _rows_of(previous, "actual", reused)}
+    kept_health = {r["notebook"]: r for r in _rows_of(previous, "judge_health", reused)}
+    usage = actual_usage(folder, fresh, seconds) if fresh else None
+    new_usage = {} if usage is None else {r["notebook"]: r for r in usage.to_dict("records")}
+    usage_rows = [kept_usage.get(nb) or new_usage.get(nb) for nb in judging]
+    if any(usage_rows):
+        manifest.actual = {"notebooks": with_total([r for r in usage_rows if r]).to_dict("records")}
+    new_health = {r["notebook"]: r for r in judge_health(folder, fresh)}
+    manifest.judge_health = [h for nb in judging if (h := kept_health.get(nb) or new_health.get(nb))]
     failures = [r for r in manifest.notebooks if r.status != "ok"]
     manifest.status = "failed" if failures else "ok"
     _write_manifest(folder, manifest)
@@ -641,9 +738,23 @@ def run(
         details = "; ".join(f"{r.notebook} failed at cell {r.failed_cell}: {r.error}" for r in failures)
         raise NotebookFailed(f"{len(failures)} notebook(s) failed: {details} (executed copies in {out_dir})")
     if build:
-        build_book(root, run_name)
-        print(f"book built: {root / 'book' / '_build' / 'html' / 'index.html'}", flush=True)
+        _build_and_say(root, run_name, force)
     return manifest
+
+
+def _build_and_say(root: Path, run_name: str, force: bool = False) -> None:
+    if build_book(root, run_name, force):
+        print(f"book built: {root / 'book' / '_build' / 'html' / 'index.html'}", flush=True)
+
+
+def _manifest_from_dict(data: Mapping[str, Any]) -> RunManifest:
+    """A :class:`RunManifest` read back from ``manifest.json``."""
+    fields = {k: v for k, v in data.items() if k in RunManifest.__dataclass_fields__}
+    fields["notebooks"] = [
+        NotebookRun(**{k: v for k, v in nb.items() if k in NotebookRun.__dataclass_fields__})
+        for nb in data.get("notebooks", [])
+    ]
+    return RunManifest(**fields)
 
 
 #: parameters that change no request, set in plan mode to what costs least (bootstrap resamples of the reported CIs)
@@ -771,6 +882,18 @@ def _plan_method(scratch: Path, notebook: str) -> dict[str, Any]:
     return method
 
 
+def _plan_parameters(
+    profile: JudgeProfile, declared: Mapping[Path, set[str]], extra: Mapping[str, Any], scale: str
+) -> dict[Path, dict[str, Any]]:
+    """The notebooks that take the run's judge, each with the parameters its plan is executed with."""
+    params = {}
+    for nb, names in declared.items():
+        if JUDGE_PARAMETER in names:
+            params[nb] = _notebook_parameters(nb, names, profile, scale, extra)
+            params[nb].update({k: v for k, v in _PLAN_SHORTCUTS.items() if k in names})
+    return params
+
+
 def _plan_into(
     scratch: Path,
     profile: JudgeProfile,
@@ -786,10 +909,8 @@ def _plan_into(
     skipped = [nb.name for nb, names in declared.items() if JUDGE_PARAMETER not in names]
     if skipped:
         print(f"[plan] not planned (they do not use the run's judge): {', '.join(skipped)}", flush=True)
-    notebooks = [nb for nb, names in declared.items() if JUDGE_PARAMETER in names]
-    params = {nb: _notebook_parameters(nb, declared[nb], profile, scale, extra) for nb in notebooks}
-    for nb in notebooks:
-        params[nb].update({k: v for k, v in _PLAN_SHORTCUTS.items() if k in declared[nb]})
+    params = _plan_parameters(profile, declared, extra, scale)
+    notebooks = list(params)
     env = {"RECJUDGE_RUN_DIR": str(scratch), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env |= RunMode(plan_folder=scratch).environment()
     with environment(env):
@@ -810,13 +931,23 @@ def plan(
     root: Path | None = None,
     scale: str = "demo",
     log_output: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Execute the notebooks in plan mode (every request recorded, none sent, no recommender trained or stored;
     ``runs/<run>/plan/``) and write ``runs/<run>/plan.json``: per notebook and in total, how the requests were
     rendered (stored recommenders or stand-ins), calls, tokens (with the rule used), cost with and without Batch,
-    and hours. Needs no API key."""
+    and hours. Needs no API key.
+
+    The plan is not made again when ``plan.json`` holds one made from the same notebooks, parameters, judge, scale,
+    package and data (its ``cache_key``, :func:`.execution_cache.plan_key`), unless ``force``."""
     root, declared, extra = _selection(root, only, parameters)
     folder = run_dir(run_name)
+    key = plan_key(_plan_parameters(profile, declared, extra, scale), scale)
+    earlier = _earlier(folder / PLAN_JSON)
+    if not force and earlier.get("cache_key") == key:
+        print(f"[plan {run_name}] the notebooks, parameters, judge and package are those of the plan in {PLAN_JSON}: "
+              "it is kept (--force plans again)", flush=True)  # fmt: skip
+        return earlier
     scratch = folder / "plan"
     notebooks, methods = _plan_into(scratch, profile, declared, extra, scale, log_output)
     table = plan_summary(scratch, profile, [nb.stem for nb in notebooks])
@@ -832,6 +963,7 @@ def plan(
         "recommenders": methods,
         "notebooks": table.to_dict("records"),
         **({"members": table.attrs["members"]} if "members" in table.attrs else {}),  # a panel: each member's plan
+        "cache_key": key,
     }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / PLAN_JSON).write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")

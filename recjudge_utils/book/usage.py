@@ -50,6 +50,7 @@ __all__ = [
     "plan_summary",
     "read_jsonl",
     "token_rule",
+    "with_total",
 ]
 
 #: seconds per call when no earlier run of this judge has measured it (embedded: measured here on 2 cores)
@@ -72,8 +73,9 @@ _PLAN_COLUMNS = [
 ]
 
 
-def _with_total(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with a TOTAL row; integer columns stay integers."""
+def with_total(table: pd.DataFrame | list[dict[str, Any]]) -> pd.DataFrame:
+    """The table (or its rows, without a TOTAL) with a TOTAL row; integer columns stay integers."""
+    table = pd.DataFrame(table)
     ints = [c for c in table.columns if c != "notebook" and pd.api.types.is_integer_dtype(table[c])]
     total = table.drop(columns="notebook").sum(numeric_only=True).to_frame().T
     total.insert(0, "notebook", "TOTAL")
@@ -420,7 +422,7 @@ def plan_summary(run_folder: Path, profile: JudgeProfile, notebooks: Iterable[st
                 "hours": len(mine) * latency.seconds / max(1, profile.max_concurrency) / 3600,
             }
         )
-    table = _with_total(pd.DataFrame(rows, columns=_PLAN_COLUMNS))
+    table = with_total(pd.DataFrame(rows, columns=_PLAN_COLUMNS))
     table.loc[table["notebook"] == "TOTAL", "requests"] = ""
     table.attrs.update(
         latency_s=latency.seconds,
@@ -485,7 +487,7 @@ def actual_usage(run_folder: Path, offsets: Mapping[str, int], seconds: Mapping[
                 "hours": float(seconds.get(nb, 0.0)) / 3600,
             }
         )
-    return _with_total(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
+    return with_total(pd.DataFrame(rows)) if rows else pd.DataFrame(rows)
 
 
 def log_offsets(run_folder: Path, notebooks: Iterable[str]) -> dict[str, int]:
