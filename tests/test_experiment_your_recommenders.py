@@ -108,7 +108,7 @@ def judged(world: dict[str, Any], source: Any, judge: Any, **config: Any) -> our
     ds, fold = world["dataset"], world["fold"]
     lists = ours.read_system_lists(ds, fold, source, top_k=K)
     data = ours.YourRecommendersData(ds, fold, toy_examples(ds.items), lists)
-    cfg = ours.YourRecommendersConfig(top_k=K, n_users=6, n_boot=50, **config)
+    cfg = ours.YourRecommendersConfig(**{"top_k": K, "n_users": 6, "n_boot": 50, **config})
     return ours.run(judge, data, cfg)
 
 
@@ -282,6 +282,7 @@ def test_recovery_compares_a_noisy_simulated_judge_with_a_perfect_one(world: dic
     cfg = ours.YourRecommendersConfig(top_k=K, n_users=3, n_boot=50, arena_pairs="popular")
     got = ours.recovery(data, cfg, n_users=8)
     assert got.perfect.config.arena_pairs == "all" and len(got.perfect.panel.users) == 8
+    assert got.coverage.empty  # below 20 simulated users the subsets would say nothing
     assert got.error_model["noise"] == 0.8
     assert set(got.taus["protocol"]) == set(ours.PROTOCOLS)
     # the perfect judge against itself through the same code is the identity: its own tau must be 1 where defined
@@ -399,3 +400,153 @@ def test_unparsed_answers_are_counted_per_protocol_and_reason() -> None:
     assert unparsed["raw"].tolist() == [["x" * 160], [], []]  # the first example only, cut at 160 characters
     assert run.unparsed()["raw"].iloc[0] == ["x" * 160, "line break"]  # on one line
     assert dataclasses.replace(run, judgments={"saer": saer_calls}).unparsed().empty
+
+
+# ------------------------------------------------------------------------- issue 41: conclusions a reviewer accepts
+def test_below_ten_judged_users_no_pair_is_decided_and_no_tau_is_claimed(world: dict[str, Any]) -> None:
+    run = judged(world, world["trec"], sim(world["tmp"]))  # 6 users
+    assert len(run.separation) == len(run.measures) * 3
+    assert (run.separation["decision"] == "no decision").all() and not run.separation["separated"].any()
+    assert (run.separated_counts()["undecided"] == 3).all()
+    assert (run.taus["claim"] == "too few users").all()
+
+
+@pytest.fixture
+def full(world: dict[str, Any]) -> ours.YourRecommendersRun:
+    """Every evaluation user (33), the simulated judge with its error model, every system against ``popular``."""
+    return judged(world, world["trec"], sim(world["tmp"], noise=0.8), n_users=0, arena_pairs="popular")
+
+
+def test_every_measure_is_tested_on_the_judged_users(full: ours.YourRecommendersRun) -> None:
+    run, users = full, len(full.panel.users)
+    assert users >= 30
+    offline = run.separation[run.separation["measure"].isin(ours.OFFLINE)]
+    assert (offline["n"] == users).all()  # the same users as the protocols, not every evaluation user
+    assert (run.separation["n"] <= users).all() and (run.separation["family"] == 3).all()
+    assert set(run.separation["test"]) == {"paired sign-flip permutation, Holm"}
+    precision = run.matrices["precision"]
+    row = run.separation[(run.separation["measure"] == "precision")].iloc[0]
+    assert row["difference"] == pytest.approx((precision[row["a"]] - precision[row["b"]]).mean())
+    # the offline table over every evaluation user stays, apart
+    assert {f"{m}_all_users" for m in ours.OFFLINE} <= set(run.summary["measure"])
+    assert set(run.offline_all) == set(ours.OFFLINE)
+
+
+def test_the_baseline_headline_power_plan_and_beyond_accuracy(full: ours.YourRecommendersRun) -> None:
+    run = full
+    base = run.baseline_tests
+    assert set(base["b"]) == {"popular"} and (base["family"] == 2).all()
+    assert len(base) == 2 * len(run.measures)
+    power = run.power.set_index("measure")
+    assert list(power.index) == run.measures and power["power"].between(0, 1).all()
+    assert (power["separated"] == run.separated_counts()["separated"]).all()
+    assert set(run.curve["measure"]) <= set(run.measures) and list(run.curve["users"].unique()) == [10, 20, 33]
+    assert set(run.plan.columns) >= {"measure", "a", "b", "d_z", "users_needed"}
+    assert {"arp", "novelty", "ild"} <= set(run.matrices) and list(run.beyond["system"]) == run.panel.systems
+    assert run.beyond["coverage"].between(0, 1).all()
+    assert (
+        run.popularity_fit is not None and run.popularity_fit.n == run.judgments["serendipity"]["score"].notna().sum()
+    )
+    taus = run.taus
+    assert {"tau_ap", "reliability_a", "reliability_b", "tau_decided", "claim"} <= set(taus.columns)
+    assert (taus["claim"] == "too few systems").all()  # three systems: tau is shown, never claimed
+
+
+def test_results_hold_every_test_and_the_run_folder_every_matrix_and_the_qrels(
+    full: ours.YourRecommendersRun, tmp_path: Path
+) -> None:
+    results = full.results()
+    tests = [r for r in results if r.metric == "paired_difference"]
+    assert len(tests) == len(full.separation) + len(full.baseline_tests)
+    first = tests[0]
+    assert {"measure", "a", "b", "p_adjusted", "test", "decision"} <= set(first.group)
+    assert first.n == full.separation["n"].iloc[0] and first.interval and "simultaneous" in first.interval
+    assert {r.metric for r in results} >= {"discriminative_power", "swap_rate", "split_half_reliability"}
+    written = ours.write_run_files(full, tmp_path / "out")
+    names = {p.name for p in written}
+    assert {f"{m}.csv" for m in full.measures} <= names and "precision_all_users.csv" in names
+    back = pd.read_csv(tmp_path / "out" / "matrices" / "saer.csv", index_col="user")
+    pd.testing.assert_frame_equal(back, full.matrices["saer"].rename_axis("user"), check_names=False)
+    qrels = tmp_path / "out" / "serendipity.qrels"
+    lines = qrels.read_text().splitlines()
+    scores = full.judgments["serendipity"].dropna(subset=["score"])
+    assert len(lines) == len(scores.drop_duplicates(["user", "item"]))
+    _user, zero, _item, label = lines[0].split()
+    assert zero == "0" and 0 <= int(label) <= 4
+    ranx = pytest.importorskip("ranx")
+    assert len(ranx.Qrels.from_file(str(qrels), kind="trec").to_dict()) == scores["user"].nunique()
+
+
+RUNS = 200
+
+
+def test_chapter_7_calls_no_pair_of_identical_systems_different_in_more_than_5_percent_of_runs() -> None:
+    """Issue 41's check through the chapter's own comparisons: 8 systems drawn from one distribution (Avg.Score-like
+    per-user values, 30 judged users), 200 simulated runs, three measures each; the family-wise false-positive rate
+    of a measure's decisions stays within 5 % (plus two Monte Carlo standard errors)."""
+    rng = np.random.default_rng(2026)
+    systems = [f"s{i}" for i in range(8)]
+    any_false = {m: 0 for m in ("serendipity", "saer", "precision")}
+    for run in range(RUNS):
+        leniency = rng.normal(3.0, 0.6, (30, 1, 1))
+        judged_ = {
+            "serendipity": pd.DataFrame(
+                np.clip(np.rint(leniency + rng.normal(0, 1, (30, 8, 5))), 1, 5).mean(axis=2), columns=systems
+            ),
+            "saer": pd.DataFrame(rng.choice([0.0, 1.0, 2.0], (30, 8), p=[0.3, 0.4, 0.3]), columns=systems),
+            "precision": pd.DataFrame(rng.binomial(5, 0.1, (30, 8)) / 5, columns=systems),
+        }
+        tests = ours.comparisons(judged_, list(judged_), seed=run, intervals=False)
+        for m, part in tests.groupby("measure"):
+            any_false[str(m)] += bool(part["separated"].any())
+    rates = {m: n / RUNS for m, n in any_false.items()}
+    print(f"chapter 7's family-wise false-positive rate, {RUNS} runs of 8 identical systems: {rates}")
+    assert max(rates.values()) <= 0.05 + 2 * (0.05 * 0.95 / RUNS) ** 0.5
+
+
+def test_q_beside_the_share_and_unparsed_rates_across_systems(world: dict[str, Any]) -> None:
+    run = judged(world, world["trec"], sim(world["tmp"], unparseable=0.3), arena_pairs="popular")
+    q = run.duel_q()
+    assert set(q["y"]) == {"popular"} and len(q) == 2
+    points = run.duel_points().set_index(["x", "y"])
+    for r in q.itertuples(index=False):
+        assert r.share == pytest.approx(points.loc[(r.x, r.y), "share"], nan_ok=True)
+        assert r.win + r.tie + r.lose == pytest.approx(100.0)
+    by_system = run.unparsed_by_system()
+    saer = by_system[by_system["protocol"] == "saer"].set_index("system")
+    labels = run.judgments["saer"]
+    for s in run.panel.systems:
+        mine = labels[labels["system"] == s]
+        assert saer.loc[s, "total"] == len(mine) and saer.loc[s, "unparsed"] == (mine["status"] != "parsed").sum()
+    slots = by_system[by_system["protocol"] == "serendipity"]
+    assert (slots["total"] == 6 * K).all()
+    tests = run.missingness().set_index("protocol")
+    assert set(tests.index) == {"serendipity", "arena", "saer"} and tests["p"].dropna().between(0, 1).all()
+    metrics = {r.metric for r in run.results()}
+    assert {"arena_q", "unparsed_across_systems_p"} <= metrics
+
+
+def test_shares_and_q_can_order_two_systems_differently() -> None:
+    """The disclosure in the chapter's Q caption, checked: W3/T7/L0 against W6/T0/L4."""
+    from recjudge_utils.metrics.pairwise import q_value
+
+    first, second = (3 + 0.5 * 7) / 10, (6 + 0) / 10
+    assert (first, second) == (0.65, 0.6) and first > second
+    assert q_value(3, 7, 0) == pytest.approx(10 / 7) and q_value(6, 0, 4) == 1.5 and q_value(3, 7, 0) < 1.5
+
+
+def test_tau_coverage_measures_the_interval_against_all_users_tau() -> None:
+    """Noisy rankings of five systems against their truth: tau over subsets drifts below the whole panel's, and the
+    share of subset CIs holding the panel's tau is reported per size."""
+    rng = np.random.default_rng(3)
+    systems = [f"s{i}" for i in range(5)]
+    truth = pd.DataFrame(np.tile(np.arange(5.0), (60, 1)) + rng.normal(0, 0.2, (60, 5)), columns=systems)
+    noisy = truth + rng.normal(0, 3.0, (60, 5))
+    got = ours.tau_coverage({"saer": noisy}, {"saer": truth}, ["saer"], [10, 30, 60], draws=15, n_boot=100)
+    assert list(got["users"]) == [10, 30]  # a subset as large as the panel is the panel itself
+    from recjudge_utils.metrics.system_agreement import kendall_tau
+
+    target = kendall_tau(noisy.to_numpy(), truth.to_numpy(), n_boot=2).tau
+    assert (got["target"] == target).all() and got["coverage"].between(0, 1).all()
+    assert got["mean_tau"].iloc[0] < got["mean_tau"].iloc[1] <= 1.0  # fewer users, more noise: tau-hat drifts down
+    assert (got["draws"] <= 15).all()

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -58,10 +58,30 @@ from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import RecommendationLists, read_lists
+from recjudge_utils.metrics.beyond_accuracy import (
+    PopularityFit,
+    catalogue_coverage,
+    gini_exposure,
+    per_user_beyond_accuracy,
+    popularity_regression,
+)
+from recjudge_utils.metrics.discriminative_power import discriminative_power, swap_rate, users_needed_curve
+from recjudge_utils.metrics.missingness import unparsed_test
+from recjudge_utils.metrics.pairwise import wtl_summary
+from recjudge_utils.metrics.power import pairwise_users_needed
+from recjudge_utils.metrics.qrels import write_qrels
+from recjudge_utils.metrics.rank_agreement import (
+    agreement_claim,
+    split_half_reliability,
+    tau_ap_symmetric,
+    tau_over_decided,
+)
 from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
-from recjudge_utils.metrics.system_agreement import Tau, kendall_tau, separated_pairs, system_means
-from recjudge_utils.paths import book_lists_dir
+from recjudge_utils.metrics.system_agreement import Tau, kendall_tau, system_means
+from recjudge_utils.metrics.system_tests import DECISIONS, MIN_USERS, compare_systems
+from recjudge_utils.metrics.tournament import davidson_fit
+from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.protocols.arena import PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.context.saer import Catalogue, build_context, domain_for
@@ -79,14 +99,19 @@ __all__ = [
     "YourRecommendersData",
     "YourRecommendersRun",
     "arena_comparisons",
+    "beyond_accuracy",
     "chosen_systems",
+    "comparisons",
     "cost_at_scale",
+    "discrimination",
     "distinct_resamples",
     "judged_users",
     "planned_calls",
     "read_system_lists",
     "recovery",
     "run",
+    "tau_coverage",
+    "write_run_files",
 ]
 
 PROTOCOLS: tuple[str, ...] = ("serendipity", "arena", "saer")
@@ -95,6 +120,10 @@ OFFLINE: tuple[str, ...] = ("precision", "recall", "ndcg")
 _SERENDIPITY_ALSO: tuple[str, ...] = ("p_ser", "n_ser")
 _SAER_LEVEL = {label: level for level, label in enumerate(LABELS_WORST_FIRST)}
 _POINTS = {"win": 1.0, "tie": 0.5, "lose": 0.0}
+#: the beyond-accuracy measures per user (users x systems, tested like the others) and per system
+BEYOND_PER_USER: tuple[str, ...] = ("arp", "novelty", "ild")
+#: the family-wise level of every decision the chapter makes
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -352,10 +381,24 @@ class YourRecommendersRun(Run):
     matrices: dict[str, pd.DataFrame]  # measure -> users x systems
     summary: pd.DataFrame  # measure, system, mean, low, high, n
     taus: pd.DataFrame  # a, b, tau, low, high, n_systems, n_users, n_boot, resamples
-    separation: pd.DataFrame  # measure, a, b, difference, low, high, separated
+    #: every two systems under every ranking measure over the judged users, Holm-corrected per measure
+    #: (:func:`comparisons`): measure, a, b, n, difference, low, high, d_z, dz_low, dz_high, p, p_adjusted, test,
+    #: family, decision, separated
+    separation: pd.DataFrame
     duels: pd.DataFrame  # one row per Arena duel (both orders and the adjudicated outcome)
     serendipity_per_user: pd.DataFrame
     examples_source: FewShotSource | None = None  # the serendipity judge's few-shot examples, and why
+    #: every system against the baseline ``arena_pairs`` names (empty when it is "all"), the same columns
+    baseline_tests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: per ranking measure: pairs, separated, power (Sakai), swap_rate (Voorhees-Buckley), reliability with its
+    #: split quantiles, users (judged users with a value)
+    power: pd.DataFrame = field(default_factory=pd.DataFrame)
+    curve: pd.DataFrame = field(default_factory=pd.DataFrame)  # measure, users, power, swap_rate, draws
+    plan: pd.DataFrame = field(default_factory=pd.DataFrame)  # measure, a, b, n, d_z, users_needed
+    beyond: pd.DataFrame = field(default_factory=pd.DataFrame)  # system, coverage, gini (over the judged users)
+    popularity_fit: PopularityFit | None = None  # the judge's item scores on log popularity
+    #: the offline metrics over every evaluation user with lists (users x systems), the table kept beside
+    offline_all: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def measures(self) -> list[str]:
@@ -399,15 +442,85 @@ class YourRecommendersRun(Run):
         return math.comb(len(self.panel.systems), 2)
 
     def separated_counts(self) -> pd.DataFrame:
-        """Per measure (the index, in :attr:`measures` order): the pairs of systems whose paired CI excludes 0
-        (``separated``), of how many (``pairs``), and which, each as (higher, lower) (``which``)."""
+        """Per measure (the index, in :attr:`measures` order): the pairs of systems the corrected tests separate
+        (``separated``), of how many (``pairs``), which, each as (higher, lower) (``which``), and the pairs left
+        undecided for too few users (``undecided``)."""
         rows = {}
         for m in self.measures:
             part = self.separation[self.separation["measure"] == m]
             sep = part[part["separated"]]
             which = [(r.a, r.b) if r.difference > 0 else (r.b, r.a) for r in sep.itertuples(index=False)]
-            rows[m] = {"separated": len(sep), "pairs": len(part), "which": which}
+            undecided = int((part["decision"] == DECISIONS[3]).sum()) if "decision" in part else 0
+            rows[m] = {"separated": len(sep), "pairs": len(part), "which": which, "undecided": undecided}
         return pd.DataFrame.from_dict(rows, orient="index")
+
+    def unparsed_by_system(self) -> pd.DataFrame:
+        """Per protocol and system: the judgments behind the system's score that have no parsed answer (``unparsed``)
+        of all of them (``total``): for the serendipity score the list slots (user, item) without a score, for the
+        Arena the duels the system took part in without a verdict, for SAER its lists without a label."""
+        rows = []
+        scores = self.judgments.get("serendipity")
+        if scores is not None and len(scores):
+            scored = {(int(u), int(i)) for u, i, v in zip(scores["user"], scores["item"], scores["score"], strict=True)
+                      if pd.notna(v)}  # fmt: skip
+            for s in self.panel.systems:
+                slots = [(u, int(i)) for u in self.panel.users for i in self.panel.lists[s].get(u, [])]
+                missing = sum(slot not in scored for slot in slots)
+                rows.append({"protocol": "serendipity", "system": s, "unparsed": missing, "total": len(slots)})
+        if "arena" in self.judgments and len(self.duels) and OVERALL in self.duels:
+            for s in self.panel.systems:
+                mine = self.duels[(self.duels["x"] == s) | (self.duels["y"] == s)]
+                missing = int((~mine[OVERALL].isin(list(_POINTS))).sum())
+                rows.append({"protocol": "arena", "system": s, "unparsed": missing, "total": len(mine)})
+        labels = self.judgments.get("saer")
+        if labels is not None and len(labels):
+            for s in self.panel.systems:
+                mine = labels[labels["system"] == s]
+                missing = int((mine["status"] != "parsed").sum())
+                rows.append({"protocol": "saer", "system": s, "unparsed": missing, "total": len(mine)})
+        return pd.DataFrame(rows, columns=["protocol", "system", "unparsed", "total"])
+
+    def missingness(self) -> pd.DataFrame:
+        """Per protocol: whether the unparsed share differs across systems
+        (:func:`~recjudge_utils.metrics.missingness.unparsed_test`): statistic, dof, p, method, and the unparsed
+        and total judgments summed over the systems."""
+        rows = []
+        for protocol, part in self.unparsed_by_system().groupby("protocol", sort=False):
+            test = unparsed_test(part["unparsed"].tolist(), part["total"].tolist(), seed=self.config.seed)
+            rows.append({"protocol": protocol, **test.__dict__, "unparsed": int(part["unparsed"].sum()),
+                         "total": int(part["total"].sum())})  # fmt: skip
+        return pd.DataFrame(rows, columns=["protocol", "statistic", "dof", "p", "method", "unparsed", "total"])
+
+    def duel_q(self) -> pd.DataFrame:
+        """Per Arena pair (x, y): the paper's Win/Tie/Lose %, Q = (W + T) / (L + T) with its bootstrap CI (over
+        the duels with a verdict), and x's share of points, which is what the chapter's Arena column averages; the
+        two can order systems differently (W3/T7/L0: share 0.65, Q 1.43; W6/T0/L4: share 0.60, Q 1.5)."""
+        columns = ["x", "y", "n", "win", "tie", "lose", "Q", "Q_lo", "Q_hi", "share"]
+        if self.duels.empty or OVERALL not in self.duels:
+            return pd.DataFrame(columns=columns)
+        rows = []
+        for (x, y), grp in self.duels.groupby(["x", "y"], sort=False):
+            outcomes = [o if o in _POINTS else None for o in grp[OVERALL]]
+            summary = wtl_summary(outcomes, n_boot=self.config.n_boot, seed=self.config.seed)
+            scored = [_POINTS[o] for o in outcomes if o is not None]
+            rows.append({"x": x, "y": y, **{k: summary[k] for k in columns[2:-1]},
+                         "share": float(np.mean(scored)) if scored else np.nan})  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    def tournament(self) -> pd.DataFrame:
+        """The Arena's duels as one ranking: Davidson's Bradley-Terry fit with ties
+        (:func:`~recjudge_utils.metrics.tournament.davidson_fit`), per system its log strength (mean 0) and rank;
+        ``attrs``: nu (the tie parameter) and the duels with a verdict."""
+        q = self.duel_q()
+        if q.empty:
+            return pd.DataFrame(columns=["system", "log_strength", "rank"])
+        counts = [(r.x, r.y, r.win * r.n / 100, r.tie * r.n / 100, r.lose * r.n / 100)
+                  for r in q.itertuples(index=False) if r.n]  # fmt: skip
+        fit = davidson_fit(counts, self.panel.systems)
+        frame = pd.DataFrame({"system": fit.systems, "log_strength": fit.log_strength})
+        frame["rank"] = frame["log_strength"].rank(ascending=False, method="min")
+        frame.attrs.update(nu=fit.nu, n=fit.n)
+        return frame.sort_values("rank", kind="stable").reset_index(drop=True)
 
     def duel_points(self) -> pd.DataFrame:
         """Per Arena pair (x, y): x's share of points over the duels with a verdict (win 1, tie 1/2; NaN without
@@ -444,6 +557,34 @@ class YourRecommendersRun(Run):
         out += [
             result("parsed", u.parsed, n=u.judgments, protocol=u.protocol) for u in self.usage().itertuples(index=False)
         ]
+        for kind, frame in (("all pairs", self.separation), ("against the baseline", self.baseline_tests)):
+            for r in frame.itertuples(index=False) if "decision" in frame else ():
+                out.append(
+                    result(
+                        "paired_difference", r.difference, r.low, r.high, r.n,
+                        f"{1 - ALPHA / r.family:.4g} simultaneous t interval over users",
+                        measure=r.measure, a=r.a, b=r.b, comparison=kind, test=r.test, p=_number(r.p),
+                        p_adjusted=_number(r.p_adjusted), family=int(r.family), decision=r.decision,
+                        d_z=_number(r.d_z),
+                    )
+                )  # fmt: skip
+        for r in self.power.itertuples(index=False):
+            out.append(
+                result("discriminative_power", r.power, n=r.pairs, measure=r.measure, separated=int(r.separated))
+            )
+            out.append(result("swap_rate", r.swap_rate, n=r.users, measure=r.measure))
+            out.append(result("split_half_reliability", r.reliability, r.reliability_low, r.reliability_high,
+                              r.users, "2.5-97.5 % of random splits", measure=r.measure))  # fmt: skip
+        for r in self.duel_q().itertuples(index=False):
+            out.append(result("arena_q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% bootstrap over duels", x=r.x, y=r.y))
+        strengths = self.tournament()
+        for r in strengths.itertuples(index=False):
+            out.append(result("arena_log_strength", r.log_strength, n=strengths.attrs.get("n"), system=r.system))
+        for r in self.missingness().itertuples(index=False):
+            out.append(result("unparsed_across_systems_p", r.p, n=r.total, protocol=r.protocol, test=r.method))
+        if self.popularity_fit is not None:
+            f = self.popularity_fit
+            out.append(result("score_on_log_popularity", f.slope, f.low, f.high, f.n, "95% CI, clustered by user"))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
@@ -464,6 +605,33 @@ class YourRecommendersRun(Run):
         return out
 
 
+def _number(x: Any) -> float:
+    """A float for results.json's group (NaN stays NaN; the writer turns it into null)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def write_run_files(run_: YourRecommendersRun, folder: Path | None = None) -> list[Path]:
+    """Beside ``results.json``: every measure's users x systems matrix (``matrices/<measure>.csv``, the judged users;
+    the offline ones also over every evaluation user as ``<measure>_all_users.csv``) and the judge's serendipity
+    scores as TREC qrels (``serendipity.qrels``, label = score - 1, so a score of 1 is not relevant and 5 is grade 4),
+    which ranx, ir_measures or trec_eval read. Returns the paths written."""
+    target = folder or current_run_dir() / "07_your_recommenders"
+    (target / "matrices").mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, matrix in {**run_.matrices, **{f"{m}_all_users": f for m, f in run_.offline_all.items()}}.items():
+        path = target / "matrices" / f"{name}.csv"
+        matrix.rename_axis("user").to_csv(path)
+        written.append(path)
+    scores = run_.judgments.get("serendipity")
+    if scores is not None and len(scores):
+        labels = scores[["user", "item"]].assign(label=scores["score"] - 1)
+        written.append(write_qrels(labels.drop_duplicates(["user", "item"]), target / "serendipity.qrels"))
+    return written
+
+
 def _api_calls(frame: pd.DataFrame) -> int:
     """Calls answered by the judge, not the cache: per judgment (``cache_hit``) or per chained item (``n_calls`` less
     ``cache_hits``, the serendipity frame)."""
@@ -478,6 +646,46 @@ def distinct_resamples(n: int) -> int:
     return math.comb(2 * n - 1, n) if n > 0 else 0
 
 
+_TEST_COLUMNS = ["measure", "a", "b", "n", "difference", "low", "high", "d_z", "dz_low", "dz_high", "p", "p_adjusted",
+                 "test", "family", "decision", "separated"]  # fmt: skip
+
+
+def comparisons(
+    judged: Mapping[str, pd.DataFrame],
+    measures: Sequence[str],
+    seed: int,
+    baseline: str | None = None,
+    intervals: bool = True,
+) -> pd.DataFrame:
+    """Every two systems (or every system against ``baseline``) under each of ``measures``, over the judged users
+    both systems have a value for, the family-wise error held at 5 % per measure
+    (:func:`~recjudge_utils.metrics.system_tests.compare_systems`: sign-flip permutation tests, Holm); ``separated``
+    is a decision either way. Below ten users with both systems a pair is not decided. ``intervals=False``: the
+    decisions alone (a simulation's)."""
+    frames = [
+        compare_systems(judged[m], baseline=baseline, alpha=ALPHA, seed=seed, intervals=intervals).assign(measure=m)
+        for m in measures
+        if len(judged[m].columns) > 1
+    ]
+    if not frames:
+        return pd.DataFrame(columns=_TEST_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    out["separated"] = out["decision"].isin(DECISIONS[:2])
+    return out[_TEST_COLUMNS]
+
+
+def _column_means(x: np.ndarray) -> np.ndarray:
+    """Each system's mean over the users with a value (NaN for none, without numpy's empty-slice warning)."""
+    ok = np.isfinite(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0)
+
+
+def _decided(separation: pd.DataFrame, measure: str) -> list[tuple[str, str]]:
+    part = separation[(separation["measure"] == measure) & separation["separated"]]
+    return [(r.a, r.b) if r.difference > 0 else (r.b, r.a) for r in part.itertuples(index=False)]
+
+
 def statistics(
     judged: Mapping[str, pd.DataFrame],
     shown: Mapping[str, pd.DataFrame],
@@ -485,35 +693,106 @@ def statistics(
     n_boot: int,
     seed: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(system means with CIs of every measure in ``shown``; Kendall tau between every two ``measures`` over the users
-    ``judged`` holds for both; the pairs each of ``measures`` separates in ``shown``).
+    """(system means with CIs of every measure in ``shown``; agreement between every two ``measures`` over the users
+    ``judged`` holds for both; the corrected paired tests of every two systems under each of ``measures`` over the
+    judged users, :func:`comparisons`).
 
-    ``judged``: each measure over the judged users (what two rankings are compared on); ``shown``: each measure over
-    the users the chapter reports it for (the offline metrics over every evaluation user with lists). Each tau also
-    counts the distinct resamples its bootstrap can draw (``resamples``)."""
+    ``judged``: each measure over the judged users (what rankings are compared and tested on: the same users for
+    the protocols and the offline metrics); ``shown``: each measure as the chapter reports it. Each agreement row has
+    Kendall's tau-b with its bootstrap CI and the distinct resamples it can draw (``resamples``), tau_AP
+    (``tau_ap``, top-weighted, symmetric), both measures' split-half reliabilities (``reliability_a``, ``_b``: the
+    ceiling), tau over the pairs both measures separate (``tau_decided`` over ``pairs_decided``) and the ``claim``
+    the convention allows (:func:`~recjudge_utils.metrics.rank_agreement.agreement_claim`; "too few users" below
+    ten)."""
     summary = pd.concat(
         [system_means(frame, n_boot=n_boot, seed=seed).assign(measure=m) for m, frame in shown.items()],
         ignore_index=True,
     )
-    separation = pd.concat(
-        [separated_pairs(shown[m], n_boot=n_boot, seed=seed).assign(measure=m) for m in measures], ignore_index=True
-    )
+    separation = comparisons(judged, measures, seed)
+    reliability = {m: split_half_reliability(judged[m].to_numpy(dtype=float), seed=seed).tau for m in measures}
     taus = []
     for a, b in combinations(measures, 2):
         users = judged[a].index.intersection(judged[b].index)
         systems = [s for s in judged[a].columns if s in judged[b].columns]
-        tau: Tau = kendall_tau(
-            judged[a].loc[users, systems].to_numpy(dtype=float),
-            judged[b].loc[users, systems].to_numpy(dtype=float),
-            n_boot=n_boot,
-            seed=seed,
+        x = judged[a].loc[users, systems].to_numpy(dtype=float)
+        y = judged[b].loc[users, systems].to_numpy(dtype=float)
+        tau: Tau = kendall_tau(x, y, n_boot=n_boot, seed=seed)
+        decided, n_decided = tau_over_decided(_decided(separation, a), _decided(separation, b))
+        claim = (
+            "too few users"
+            if tau.n_users < MIN_USERS
+            else agreement_claim(tau.tau, tau.low, tau.high, tau.n_systems, reliability[a], reliability[b])
         )
-        taus.append({"a": a, "b": b, **tau.__dict__, "resamples": distinct_resamples(tau.n_users)})
-    return (
-        summary[["measure", "system", "mean", "low", "high", "n"]],
-        pd.DataFrame(taus),
-        separation[["measure", "a", "b", "difference", "low", "high", "separated"]],
-    )
+        taus.append(
+            {"a": a, "b": b, **tau.__dict__, "resamples": distinct_resamples(tau.n_users),
+             "tau_ap": tau_ap_symmetric(_column_means(x), _column_means(y)),
+             "reliability_a": reliability[a], "reliability_b": reliability[b], "tau_decided": decided,
+             "pairs_decided": n_decided, "claim": claim}
+        )  # fmt: skip
+    return summary[["measure", "system", "mean", "low", "high", "n"]], pd.DataFrame(taus), separation
+
+
+def _curve_sizes(n: int) -> list[int]:
+    """10, 20, 40, ... up to the judged users, and the judged users themselves."""
+    sizes, size = [], MIN_USERS
+    while size < n:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, n] if n >= MIN_USERS else []
+
+
+def discrimination(
+    judged: Mapping[str, pd.DataFrame], measures: Sequence[str], separation: pd.DataFrame, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(per measure: discriminative power at the corrected level, swap rate over split halves, split-half
+    reliability; the users-needed curve of each measure; per pair of each measure, the users a rerun needs for 80 %
+    power after the correction over its pairs)."""
+    power, curves, plans = [], [], []
+    for m in measures:
+        matrix = judged[m]
+        part = separation[separation["measure"] == m]
+        users = int(np.isfinite(matrix.to_numpy(dtype=float)).any(axis=1).sum())
+        rel = split_half_reliability(matrix.to_numpy(dtype=float), seed=seed)
+        power.append(
+            {"measure": m, "pairs": len(part), "separated": int(part["separated"].sum()),
+             "power": discriminative_power(part),
+             "swap_rate": swap_rate(matrix.to_numpy(dtype=float), seed=seed).rate, "reliability": rel.tau,
+             "reliability_low": rel.low, "reliability_high": rel.high, "users": users}
+        )  # fmt: skip
+        sizes = _curve_sizes(len(matrix))
+        if sizes and matrix.shape[1] > 1:
+            curves.append(users_needed_curve(matrix, sizes, n_draws=10, seed=seed).assign(measure=m))
+        if matrix.shape[1] > 1:
+            plans.append(pairwise_users_needed(matrix, alpha=ALPHA).assign(measure=m))
+    curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=["measure", "users", "power"])
+    plan = pd.concat(plans, ignore_index=True) if plans else pd.DataFrame(columns=["measure", "a", "b"])
+    return pd.DataFrame(power), curve, plan
+
+
+def beyond_accuracy(
+    data: YourRecommendersData, panel: Panel, judgments: Mapping[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, PopularityFit | None]:
+    """(per-user ARP, novelty and intra-list diversity on the items' genres, users x systems; per system the
+    catalogue coverage and the Gini of exposure over the judged users' lists, the catalogue being the training
+    items; the judge's serendipity scores regressed on log item popularity, None without scores)."""
+    train = data.fold.train
+    popularity = {int(i): float(c) for i, c in train["item"].value_counts().items()}
+    catalogue = sorted(popularity)
+    genres = {}
+    if "genres" in data.dataset.items:
+        genres = {int(i): list(g) if isinstance(g, list | tuple | np.ndarray) else [] for i, g in
+                  zip(data.dataset.items["item"], data.dataset.items["genres"], strict=True)}  # fmt: skip
+    matrices = per_user_beyond_accuracy(panel.lists, panel.users, popularity, train["user"].nunique(), genres)
+    rows = [
+        {"system": s, "coverage": catalogue_coverage(panel.lists[s], catalogue),
+         "gini": gini_exposure(panel.lists[s], catalogue)}
+        for s in panel.systems
+    ]  # fmt: skip
+    scores = judgments.get("serendipity")
+    fit = popularity_regression(scores, popularity) if scores is not None and len(scores) else None
+    table = pd.DataFrame(rows, columns=["system", "coverage", "gini"])
+    table.attrs["catalogue"] = len(catalogue)
+    return matrices, table, fit
 
 
 def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig | None = None) -> YourRecommendersRun:
@@ -547,13 +826,20 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         timings["judge saer"] = time.perf_counter() - t
     t = time.perf_counter()
     measures = [*cfg.protocols, *OFFLINE]
-    # the offline metrics are reported over every evaluation user with lists, and ranked against the protocols over
-    # the judged users; P_ser and N_ser are reported beside Avg.Score, which ranks the systems for the protocol
-    shown = {**{p: matrices[p] for p in cfg.protocols}, **offline}
+    # every measure is tested and ranked over the judged users, the offline metrics too, so that side by side they
+    # differ by what they measure and not by n; the offline metrics over every evaluation user are kept apart
+    # (``<metric>_all_users``); P_ser and N_ser are reported beside Avg.Score, which ranks the systems
+    beyond, coverage, fit = beyond_accuracy(data, panel, judgments)
+    shown = {**{m: matrices[m] for m in measures}, **{f"{m}_all_users": offline[m] for m in OFFLINE}}
     for m in _SERENDIPITY_ALSO if len(ser_per_user) else ():
         wide = ser_per_user.pivot_table(index="user", columns="rs", values=m, dropna=False)
         shown[m] = wide.reindex(index=panel.users, columns=panel.systems)
+    shown |= beyond
+    matrices |= beyond
     summary, taus, separation = statistics(matrices, shown, measures, cfg.n_boot, cfg.seed)
+    baseline = cfg.arena_pairs if cfg.arena_pairs in panel.systems else None
+    baseline_tests = comparisons(matrices, measures, cfg.seed, baseline) if baseline else pd.DataFrame()
+    power, curve, plan = discrimination(matrices, measures, separation, cfg.seed)
     timings["summarise"] = time.perf_counter() - t
     return YourRecommendersRun(
         config=cfg,
@@ -569,6 +855,13 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         duels=duels,
         serendipity_per_user=ser_per_user,
         examples_source=few_shot,
+        baseline_tests=baseline_tests,
+        power=power,
+        curve=curve,
+        plan=plan,
+        beyond=coverage,
+        popularity_fit=fit,
+        offline_all=offline,
     )
 
 
@@ -604,6 +897,46 @@ class Recovery:
     noisy: YourRecommendersRun
     error_model: dict[str, float]
     taus: pd.DataFrame  # protocol, against, tau, low, high, n_systems, n_users, n_boot
+    #: per protocol and subset size: how often the tau CI from that many users holds the tau of all of them
+    coverage: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def tau_coverage(
+    noisy: Mapping[str, pd.DataFrame],
+    perfect: Mapping[str, pd.DataFrame],
+    protocols: Sequence[str],
+    sizes: Sequence[int],
+    draws: int = 20,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """What the tau interval covers, by Monte Carlo with a known target: the users judged are the population, and
+    the target is tau between a protocol's noisy ranking and its truth (the perfect judge's) over all of them. For
+    each size n, ``draws`` random subsets of n users each give tau-hat and its bootstrap CI
+    (:func:`~recjudge_utils.metrics.system_agreement.kendall_tau`). Columns: protocol, users, target, mean_tau,
+    coverage (the share of CIs holding the target), draws (those with a CI)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for protocol in protocols:
+        x = noisy[protocol]
+        y = perfect[protocol].reindex(index=x.index, columns=x.columns)
+        a, b = x.to_numpy(dtype=float), y.to_numpy(dtype=float)
+        target = kendall_tau(a, b, n_boot=2, seed=seed).tau
+        for n in sorted({int(k) for k in sizes if 2 <= int(k) < len(x)}):
+            taus, covered = [], []
+            for draw in range(draws):
+                users = rng.choice(len(x), size=n, replace=False)
+                got = kendall_tau(a[users], b[users], n_boot=n_boot, seed=seed + draw)
+                if math.isfinite(got.tau):
+                    taus.append(got.tau)
+                if math.isfinite(target) and math.isfinite(got.low):
+                    covered.append(got.low - 1e-9 <= target <= got.high + 1e-9)  # scipy's tau of one order is 1 - 1e-16
+            rows.append(
+                {"protocol": protocol, "users": n, "target": target,
+                 "mean_tau": float(np.mean(taus)) if taus else math.nan,
+                 "coverage": float(np.mean(covered)) if covered else math.nan, "draws": len(covered)}
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=["protocol", "users", "target", "mean_tau", "coverage", "draws"])
 
 
 def recovery(
@@ -630,7 +963,12 @@ def recovery(
         perfect = run(perfect_judge, data, cfg)
     with judge(**model) as noisy_judge:
         noisy = run(noisy_judge, data, cfg)
-    return Recovery(perfect, noisy, model, true_ranking_agreement(noisy, perfect, cfg.n_boot, cfg.seed))
+    taus = true_ranking_agreement(noisy, perfect, cfg.n_boot, cfg.seed)
+    # subsets of a third and of half the users: enough of them, and different enough from the whole, to show the
+    # drift of tau-hat with n; below 20 users the subsets are too small to say anything
+    sizes = [n_users // 3, n_users // 2] if n_users >= 20 else []
+    coverage = tau_coverage(noisy.matrices, perfect.matrices, cfg.protocols, sizes, seed=cfg.seed)
+    return Recovery(perfect, noisy, model, taus, coverage)
 
 
 def cost_at_scale(

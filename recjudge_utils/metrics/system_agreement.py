@@ -10,10 +10,15 @@ ranking is the order of those means.
   bootstrap CI that resamples *users* (the same users for both measures, so the CI holds what the two measures
   share) and recomputes both rankings in every resample;
 * :func:`separated_pairs`: for every two systems, the paired bootstrap CI of their difference over the users both
-  have; a pair is *separated* by the measure when that CI excludes 0.
+  have; a pair is *separated* by the measure when that CI excludes 0. Each pair at 95 % on its own, with no
+  correction for the k(k-1)/2 pairs: 8 identical systems get some pair "separated" in most runs. Decisions belong
+  to :func:`recjudge_utils.metrics.system_tests.compare_systems`, which holds the family-wise error.
 
 The CI over users is the one a rerun with other users of the same population would vary by; it says nothing of how
-the systems were chosen.
+the systems were chosen. The tau CI covers the tau that this many users give on average, not the tau of the
+population's rankings: noise in either ranking pulls tau-hat towards 0, so tau-hat rises with the number of users
+and a small sample's CI can lie wholly below the population's tau (``tests/test_metrics_rank_agreement.py`` measures
+it). Read it beside each measure's split-half reliability (:mod:`~recjudge_utils.metrics.rank_agreement`).
 """
 
 from __future__ import annotations

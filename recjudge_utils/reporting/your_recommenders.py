@@ -5,7 +5,7 @@ only what the CIs support (:mod:`recjudge_utils.reporting.claims`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -14,24 +14,29 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
-from recjudge_utils.experiments.your_recommenders import OFFLINE, Recovery, YourRecommendersRun
+from recjudge_utils.experiments.your_recommenders import OFFLINE, Recovery, YourRecommendersRun, cost_at_scale
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.lists import RecommendationLists
 from recjudge_utils.reporting.answer_health import unanswerable_warning
-from recjudge_utils.reporting.callouts import Callout
+from recjudge_utils.reporting.callouts import Callout, MySTText, myst
 from recjudge_utils.reporting.claims import Estimate, leader, side
 from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "NAMES", "agreement_figure", "agreement_sentences", "cost_table", "health_notes", "lists_table", "plan_text",
+    "NAMES", "agreement_figure", "agreement_sentences", "baseline_section", "baseline_sentences", "baseline_table",
+    "beyond_sentences", "beyond_table", "cost_table", "coverage_table", "curve_figure", "health_notes", "lists_table",
+    "missingness_sentences", "offline_table", "plan_text", "planning_table", "power_table", "q_table",
     "recovery_sentences", "recovery_table", "scale_table", "separation_table", "serendipity_table", "takeaways_items",
-    "tau_table", "unparsed_table", "verdict_figure", "verdict_table", "win_matrix",
+    "tau_table", "timings_text", "tournament_table", "unparsed_table", "verdict_figure", "verdict_table",
+    "win_matrix",
 ]  # fmt: skip
 
 T = chapter_text("your_recommenders")
 NAMES: dict[str, str] = T.raw("names")
+#: the measures' short names, for tables that name two measures per row
+SHORT: dict[str, str] = T.raw("short")
 #: fewer judged users and no sentence claims anything from a bootstrap CI: too few distinct resamples (10 for 3 users)
 _MIN_USERS_FOR_CLAIMS = 10
 
@@ -41,12 +46,14 @@ def _table(key: str, rows: Sequence[Sequence[object]], precision: int = 1, **val
     return captioned(pd.DataFrame(rows, columns=T.raw(f"{key}.columns")), T(f"{key}.caption", **values), precision)
 
 
-def _cell(run: YourRecommendersRun, measure: str, system: str) -> str:
-    """``mean [CI] (n=..)``; a judged measure without a value says so (never filled in), an offline one reads n/a."""
+def _cell(run: YourRecommendersRun, measure: str, system: str, users: int | None = None) -> str:
+    """``mean [CI]``, with ``(n=..)`` when the users behind it are not ``users`` (the caption's); a judged measure
+    without a value says so (never filled in), an offline one reads n/a."""
     part = run.summary[run.summary["measure"] == measure].set_index("system")
     r = part.loc[system] if system in part.index else pd.Series({"mean": np.nan, "n": 0})
     if Estimate.of(r["mean"]).known:
-        return T("cells.estimate", cell=Estimate.of(r["mean"], r["low"], r["high"]).cell(), n=int(r["n"]))
+        cell = Estimate.of(r["mean"], r["low"], r["high"]).cell()
+        return cell if users is not None and int(r["n"]) == users else T("cells.estimate", cell=cell, n=int(r["n"]))
     return T("cells.na") if measure in OFFLINE else T("cells.no_parsed", n=int(r["n"]))
 
 
@@ -55,9 +62,15 @@ def _tau(r: Any, na: str) -> str:
 
 
 def lists_table(lists: RecommendationLists) -> Styler:
-    """The reader's report: one row per system, in words."""
+    """The reader's report: one row per system, in words; a column with one value for every system (several
+    systems) moves into the caption, so the table keeps to what differs and fits the page."""
     words = {c: T(f"lists.columns.{c}", k=lists.top_k) for c in T.raw("lists.columns")}
-    return captioned(lists.report().rename(columns=words), T("lists.caption", k=lists.top_k), precision=0)
+    frame = lists.report().rename(columns=words)
+    same = [c for c in frame.columns[1:] if len(frame) > 1 and frame[c].nunique(dropna=False) == 1]
+    caption = T("lists.caption", k=lists.top_k)
+    if same:
+        caption += T("lists.same", parts=", ".join(f"{c}: {frame[c].iloc[0]}" for c in same))
+    return captioned(frame.drop(columns=same), caption, precision=0)
 
 
 def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n_users: int) -> str:
@@ -66,16 +79,34 @@ def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n
     return T("plan", systems=n_systems, users=n_users, parts=parts, total=f"{sum(calls[p] for p in protocols):,}")
 
 
-def _system_table(run: YourRecommendersRun, headers: dict[str, str], caption: str) -> Styler:
+def _system_table(run: YourRecommendersRun, headers: dict[str, str], caption: str, users: int | None = None) -> Styler:
     """One row per system, one :func:`_cell` per measure (``headers``: measure -> column header)."""
-    cells = {h: [_cell(run, m, s) for s in run.panel.systems] for m, h in headers.items()}
-    return captioned(pd.DataFrame({"system": run.panel.systems, **cells}), caption)
+    cells = {h: [_cell(run, m, s, users) for s in run.panel.systems] for m, h in headers.items()}
+    return captioned(pd.DataFrame({"system": run.panel.systems, **cells}), caption, nowrap_intervals=True)
 
 
 def verdict_table(run: YourRecommendersRun) -> Styler:
-    """System x measure, every cell ``estimate [95% CI] (n users)``; the protocols first, then the offline metrics."""
-    caption = T("verdicts.caption", judge=run.judge_name, users=len(run.panel.users))
-    return _system_table(run, {m: NAMES[m] for m in run.measures}, caption)
+    """System x protocol over the judged users, every cell ``estimate [95% CI]`` (n shown only where it is not the
+    judged users')."""
+    users = len(run.panel.users)
+    caption = T("verdicts.caption", judge=run.judge_name, users=users)
+    return _system_table(run, {m: NAMES[m] for m in run.config.protocols}, caption, users)
+
+
+def offline_table(run: YourRecommendersRun, over: str = "judged") -> Styler:
+    """The offline metrics per system, over the judged users (``over="judged"``: the users the protocols have) or
+    over every evaluation user with lists (``"all"``), captioned as such."""
+    if over == "all":
+        users = len(next(iter(run.offline_all.values()))) if run.offline_all else 0
+        headers = {f"{m}_all_users": NAMES[m] for m in OFFLINE}
+        return _system_table(run, headers, T("offline.all_caption", users=users), users)
+    users = len(run.panel.users)
+    return _system_table(run, {m: NAMES[m] for m in OFFLINE}, T("offline.judged_caption", users=users), users)
+
+
+def timings_text(run: YourRecommendersRun) -> str:
+    """How long each step took, in words (never the raw dictionary)."""
+    return T("timings", parts=", ".join(f"{k} {v:.1f}" for k, v in run.timings.items()))
 
 
 def serendipity_table(run: YourRecommendersRun) -> Styler | str:
@@ -131,10 +162,77 @@ def win_matrix(run: YourRecommendersRun) -> Styler | str:
     return captioned(cells.rename_axis("").reset_index(), T("wins.caption"))
 
 
+def _number(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def q_table(run: YourRecommendersRun) -> Styler | MySTText:
+    """Arena in the paper's terms: per pair, Win/Tie/Lose %, Q with its CI, beside the share of points the Arena
+    column averages (the two can order systems differently: the caption says so)."""
+    q = run.duel_q()
+    if q.empty:
+        return myst(T("wins.none"))
+    rows = [
+        [r.x, r.y, r.n, T("q.wtl", win=f"{r.win:.0f}", tie=f"{r.tie:.0f}", lose=f"{r.lose:.0f}"),
+         Estimate.of(r.Q, r.Q_lo, r.Q_hi).cell(2), f"{r.share:.2f}" if pd.notna(r.share) else "-"]
+        for r in q.itertuples(index=False)
+    ]  # fmt: skip
+    return _table("q", rows, precision=0)
+
+
+def tournament_table(run: YourRecommendersRun) -> Styler | MySTText:
+    """The Arena's duels as one ranking (Davidson's Bradley-Terry with ties): rank and log strength per system."""
+    fit = run.tournament()
+    if fit.empty:
+        return myst(T("wins.none"))
+    if not fit["log_strength"].notna().any():
+        return myst(T("tournament.none"))
+    rows = [[int(r.rank), r.system, f"{r.log_strength:+.2f}"] for r in fit.itertuples(index=False)]
+    return _table("tournament", rows, precision=0, nu=f"{fit.attrs['nu']:.2f}", n=fit.attrs["n"])
+
+
+def missingness_sentences(run: YourRecommendersRun) -> list[str]:
+    """Per protocol with unparsed answers: whether their share differs across systems, from the test's p-value."""
+    out = []
+    for r in run.missingness().itertuples(index=False):
+        if r.unparsed == 0:
+            continue
+        words = {"protocol": r.protocol, "unparsed": r.unparsed, "total": r.total, "method": r.method}
+        if not math.isfinite(r.p):
+            out.append(T("missing.untestable", **words))
+        else:
+            key = "differs" if r.p < 0.05 else "even"
+            out.append(T(f"missing.{key}", p=f"{r.p:.3f}", statistic=f"{r.statistic:.1f}", dof=r.dof, **words))
+    return out
+
+
 def tau_table(run: YourRecommendersRun) -> Styler:
-    """Kendall's tau between every two measures' system rankings, with the bootstrap CI over users."""
-    rows = [[NAMES[r.a], NAMES[r.b], _tau(r, "taus.na"), r.n_systems, r.n_users] for r in run.taus.itertuples()]
-    return _table("taus", rows, precision=0)
+    """Kendall's tau between every two measures' system rankings, with the bootstrap CI over users, tau_AP, the
+    reliability ceiling and the claim the convention allows."""
+    claims: dict[str, str] = T.raw("taus.claims")
+    rows = []
+    for r in run.taus.to_dict("records"):
+        ceiling = min(_number(r.get("reliability_a")), _number(r.get("reliability_b")))
+        tau_ap = _number(r.get("tau_ap"))
+        decided = _number(r.get("tau_decided"))
+        on_decided = (
+            T("taus.decided", tau=f"{decided:.2f}", pairs=int(r["pairs_decided"])) if math.isfinite(decided) else "-"
+        )
+        rows.append(
+            [SHORT[r["a"]], SHORT[r["b"]], _tau_cell(r, "taus.na"), f"{tau_ap:.2f}" if math.isfinite(tau_ap) else "-",
+             on_decided, f"{ceiling:.2f}" if math.isfinite(ceiling) else "-", claims.get(str(r.get("claim")), "-")]
+        )  # fmt: skip
+    systems = int(run.taus["n_systems"].max()) if len(run.taus) else 0
+    users = int(run.taus["n_users"].max()) if len(run.taus) else 0
+    kept = int(run.taus["n_boot"].min()) if len(run.taus) else 0
+    return _table("taus", rows, precision=0, users=users, systems=systems, kept=kept, boot=run.config.n_boot)
+
+
+def _tau_cell(r: dict[str, Any], na: str) -> str:
+    return Estimate.of(r["tau"], r["low"], r["high"]).cell(2) if pd.notna(r["tau"]) else T(na)
 
 
 def agreement_figure(run: YourRecommendersRun) -> Figure:
@@ -152,13 +250,167 @@ def agreement_figure(run: YourRecommendersRun) -> Figure:
 
 
 def separation_table(run: YourRecommendersRun) -> Styler:
-    """Per measure: how many pairs of systems its CIs separate, and which (the higher first)."""
+    """Per measure: how many pairs of systems the corrected tests separate, and which (the higher first); a measure
+    whose pairs have too few users says that no decision is made."""
+    rows = []
+    for m, r in run.separated_counts().iterrows():
+        undecided = int(r.get("undecided", 0) or 0)
+        count = (T("separation.undecided", undecided=undecided, pairs=r.pairs) if undecided
+                 else T("separation.count", separated=r.separated, pairs=r.pairs))  # fmt: skip
+        which = "; ".join(T("separation.higher", higher=h, lower=low) for h, low in r.which) or T("separation.none")
+        rows.append([NAMES[str(m)], count, which])
+    return _table("separation", rows, precision=0, users=len(run.panel.users), pairs=run.system_pairs)
+
+
+def baseline_table(run: YourRecommendersRun) -> Styler | MySTText:
+    """The headline when ``arena_pairs`` names a baseline: every other system against it under every measure, one
+    row per (system, measure); below ten judged users, the sentence saying no decision is made and why."""
+    tests, baseline = run.baseline_tests, run.config.arena_pairs
+    if tests.empty:
+        return myst("")
+    if len(run.panel.users) < _MIN_USERS_FOR_CLAIMS:
+        return myst(T("tests.none", users=len(run.panel.users), baseline=baseline))
+    decisions: dict[str, str] = T.raw("tests.decisions")
+    users = len(run.panel.users)
+
+    def difference(r: Any) -> str:
+        cell = Estimate.of(r.difference, r.low, r.high).cell(3)
+        return cell if int(r.n) == users else T("cells.estimate", cell=cell, n=int(r.n))
+
     rows = [
-        [NAMES[m], T("separation.count", separated=r.separated, pairs=r.pairs),
-         "; ".join(T("separation.higher", higher=h, lower=low) for h, low in r.which) or T("separation.none")]
-        for m, r in run.separated_counts().iterrows()
+        [r.a, NAMES[r.measure], difference(r), Estimate.of(r.d_z, r.dz_low, r.dz_high).cell(2),
+         f"{r.p_adjusted:.3f}", decisions[r.decision]]
+        for r in tests.sort_values(["a"], kind="stable").itertuples(index=False)
     ]  # fmt: skip
-    return _table("separation", rows, precision=0)
+    family = int(tests["family"].iloc[0])
+    level = f"{100 * (1 - 0.05 / family):.1f}"
+    return _table("tests", rows, precision=3, baseline=baseline, users=users, level=level, family=family)
+
+
+def baseline_section(run: YourRecommendersRun) -> list[Styler | MySTText]:
+    """The headline when ``arena_pairs`` names a baseline, ready to display: its table and one sentence per system,
+    or below ten judged users the one sentence saying that no decision is made and why; nothing without a
+    baseline."""
+    if run.baseline_tests.empty:
+        return []
+    table = baseline_table(run)
+    if isinstance(table, MySTText):
+        return [table]
+    return [table, myst("\n".join(f"* {s}" for s in baseline_sentences(run)))]
+
+
+def baseline_sentences(run: YourRecommendersRun) -> list[str]:
+    """One sentence per system against the baseline: the measures under which it is higher, lower, or not shown to
+    differ (corrected); nothing without a baseline, the no-decision sentence below ten users."""
+    tests, baseline = run.baseline_tests, run.config.arena_pairs
+    if tests.empty:
+        return []
+    if len(run.panel.users) < _MIN_USERS_FOR_CLAIMS:
+        return [T("tests.none", users=len(run.panel.users), baseline=baseline)]
+    decisions: dict[str, str] = T.raw("tests.decisions")
+    out = []
+    for system, part in tests.groupby("a", sort=False):
+        parts = [
+            T("tests.part", decision=decisions[str(d)], measures=", ".join(NAMES[m] for m in grp["measure"]))
+            for d, grp in part.groupby("decision", sort=False)
+        ]
+        out.append(T("tests.sentence", system=system, baseline=baseline, parts="; ".join(parts)))
+    return out
+
+
+def power_table(run: YourRecommendersRun) -> Styler:
+    """Per measure: discriminative power, swap rate and split-half reliability over the judged users."""
+    rows = [
+        [NAMES[r.measure], T("separation.count", separated=r.separated, pairs=r.pairs),
+         f"{r.swap_rate:.2f}" if pd.notna(r.swap_rate) else "-",
+         Estimate.of(r.reliability, r.reliability_low, r.reliability_high).cell(2), r.users]
+        for r in run.power.itertuples(index=False)
+    ]  # fmt: skip
+    return _table("power", rows, precision=0)
+
+
+def curve_figure(run: YourRecommendersRun) -> Figure | MySTText:
+    """The users-needed curves: share of pairs separated (corrected) and swap rate against users, per measure."""
+    curve = run.curve
+    if curve.empty:
+        return myst(T("power.no_curve"))
+    measures = [m for m in run.measures if m in set(curve["measure"])]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.0))
+    colours = palette(len(measures))
+    for k, m in enumerate(measures):
+        part = curve[curve["measure"] == m]
+        style = {"marker": MARKERS[k % len(MARKERS)], "color": colours[k], "label": NAMES[m]}
+        left.plot(part["users"], part["power"], **style)
+        right.plot(part["users"], part["swap_rate"], **style)
+    for ax, title in ((left, T("power.curve_title")), (right, T("power.curve_swap"))):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(T("power.curve_x"), fontsize=8)
+        ax.grid(alpha=0.3)
+    left.set_ylim(-0.03, 1.03)
+    right.legend(fontsize=7, loc="upper right")
+    return done(fig)
+
+
+def planning_table(
+    run: YourRecommendersRun, prices: Mapping[str, Mapping[str, float]] | None = None
+) -> Styler | MySTText:
+    """Per measure: the users a rerun needs to separate half the pairs and every pair at 80 % power after the
+    correction; for a protocol, what judging the first number of users would cost at each model's list price in
+    ``prices`` (:func:`~recjudge_utils.experiments.your_recommenders.cost_at_scale`: this run's tokens per judgment,
+    every pair in the Arena), or at this run's own cost per judged user when no prices are given."""
+    plan = run.plan
+    if plan.empty:
+        return myst(T("power.no_curve"))
+    usage = run.usage().set_index("protocol") if run.judgments else pd.DataFrame()
+    users_here = max(len(run.panel.users), 1)
+    models = list(prices or {}) or [T("planning.this_run")]
+    rows = []
+    for m in run.measures:
+        needed = plan.loc[plan["measure"] == m, "users_needed"].to_numpy(dtype=float)
+        if not len(needed):
+            continue
+        # the users at which half the pairs (the ceil(m/2)-th smallest need) and every pair reach 80 % power; an
+        # unknown need (no spread in the differences) counts as never
+        ordered = np.sort(np.where(np.isnan(needed), np.inf, needed))
+        half, every = float(ordered[math.ceil(len(ordered) / 2) - 1]), float(ordered[-1])
+        shown = [T("planning.never") if not math.isfinite(v) else f"{math.ceil(v):,}" for v in (half, every)]
+        costs = [T("planning.no_cost")] * len(models)
+        if m in usage.index and math.isfinite(half):
+            if prices:
+                at = cost_at_scale(run, math.ceil(half), prices=prices).set_index("protocol")
+                costs = [f"{float(at.loc[m, f'US$ {model}, {math.ceil(half)} users']):,.2f}" for model in models]
+            else:
+                costs = [f"{float(usage.loc[m, 'usd']) / users_here * half:,.2f}"]
+        rows.append([NAMES[m], *shown, *costs])
+    headers = [*T.raw("planning.columns"), *(T("planning.cost", model=model) for model in models)]
+    frame = pd.DataFrame(rows, columns=headers)
+    return captioned(frame, T("planning.caption", pairs=run.system_pairs), precision=0)
+
+
+def beyond_table(run: YourRecommendersRun) -> Styler | MySTText:
+    """Per system: catalogue coverage and Gini of exposure, and the per-user means of ARP, novelty and ILD."""
+    if run.beyond.empty:
+        return myst("")
+    means = run.summary.set_index(["measure", "system"])["mean"]
+    rows = []
+    for r in run.beyond.itertuples(index=False):
+        values = [means.get((m, r.system), math.nan) for m in ("arp", "novelty", "ild")]
+        rows.append([r.system, f"{r.coverage:.3f}", f"{r.gini:.3f}", *(f"{v:.2f}" for v in values)])
+    catalogue = int(run.beyond.attrs.get("catalogue", 0))
+    return _table("beyond", rows, precision=2, users=len(run.panel.users), catalogue=f"{catalogue:,}")
+
+
+def beyond_sentences(run: YourRecommendersRun) -> list[str]:
+    """Whether the judge's item scores follow item popularity, from the regression's CI."""
+    fit = run.popularity_fit
+    if fit is None:
+        return []
+    estimate = Estimate.of(fit.slope, fit.low, fit.high)
+    if not estimate.known:
+        return [T("beyond.popularity_nothing", n=fit.n)]
+    where = side(estimate, 0.0)
+    verdict = T(f"beyond.popularity_{where}")
+    return [T("beyond.popularity", n=fit.n, users=fit.users, cell=estimate.cell(3), verdict=verdict)]
 
 
 def cost_table(run: YourRecommendersRun) -> Styler:
@@ -182,15 +434,29 @@ def scale_table(at_scale: pd.DataFrame) -> Styler | str:
 
 
 def agreement_sentences(run: YourRecommendersRun) -> list[str]:
-    """Per pair of protocols, and per protocol against Precision@k: only what the CI of tau supports."""
+    """Per pair of protocols, and per protocol against Precision@k: only what the convention allows (the run's
+    ``claim``: no claim below 10 users or 4 systems, "equivalent" only from a CI above 0.9, agree / disagree only
+    from a CI excluding 0 with both measures reliable)."""
     protocols, out = run.config.protocols, []
-    for r in run.taus.itertuples(index=False):
-        if r.a not in protocols or (r.b not in protocols and r.b != "precision"):
+    for r in run.taus.to_dict("records"):
+        if r["a"] not in protocols or (r["b"] not in protocols and r["b"] != "precision"):
             continue
-        tau = Estimate.of(r.tau, r.low, r.high)
-        key = "no_tau" if not tau.known else "few" if r.n_users < _MIN_USERS_FOR_CLAIMS else side(tau, 0.0)
-        words = {"a": NAMES[r.a], "b": NAMES[r.b], "tau": f"{r.tau:.2f}", "cell": tau.cell(2), "users": r.n_users}
-        out.append(T(f"agreement.{key}", resamples=r.resamples, **words))
+        tau = Estimate.of(r["tau"], r["low"], r["high"])
+        claim = str(r.get("claim", ""))
+        if not tau.known:
+            key = "no_tau"
+        elif r["n_users"] < _MIN_USERS_FOR_CLAIMS or claim == "too few users":
+            key = "few"
+        elif claim == "too few systems":
+            key = "few_systems"
+        elif claim in ("equivalent", "agree", "disagree", "unreliable", "unclear"):
+            key = claim
+        else:
+            key = "unclear"
+        ceiling = min(_number(r.get("reliability_a")), _number(r.get("reliability_b")))
+        words = {"a": NAMES[r["a"]], "b": NAMES[r["b"]], "tau": f"{r['tau']:.2f}", "cell": tau.cell(2),
+                 "users": r["n_users"], "systems": r.get("n_systems"), "ceiling": f"{ceiling:.2f}"}  # fmt: skip
+        out.append(T(f"agreement.{key}", resamples=r.get("resamples"), **words))
     return out
 
 
@@ -199,6 +465,21 @@ def recovery_table(recovery: Recovery) -> Styler:
     rows = [[NAMES[r.protocol], r.against, _tau(r, "recovery.na"), r.n_users] for r in recovery.taus.itertuples()]
     model = ", ".join(f"{k} {v:g}" for k, v in recovery.error_model.items() if v)
     return _table("recovery", rows, precision=0, model=model)
+
+
+def coverage_table(recovery: Recovery) -> Styler | MySTText:
+    """The tau interval's coverage measured in this run (:func:`~recjudge_utils.experiments.your_recommenders.
+    tau_coverage`): per protocol and subset size, the mean tau-hat and how often its CI holds the tau of all users."""
+    cov = recovery.coverage
+    if cov.empty:
+        return myst(T("coverage.none"))
+    rows = [
+        [NAMES[r.protocol], r.users, f"{r.target:.2f}" if pd.notna(r.target) else "-",
+         f"{r.mean_tau:.2f}" if pd.notna(r.mean_tau) else "-",
+         f"{100 * r.coverage:.0f}% of {r.draws}" if r.draws else "-"]
+        for r in cov.itertuples(index=False)
+    ]  # fmt: skip
+    return _table("coverage", rows, precision=0, users=len(recovery.perfect.panel.users))
 
 
 def recovery_sentences(recovery: Recovery) -> list[str]:
@@ -217,9 +498,18 @@ def recovery_sentences(recovery: Recovery) -> list[str]:
 
 
 def takeaways_items(run: YourRecommendersRun) -> list[str]:
-    """The chapter's takeaways, computed from this run."""
-    usage, counts = run.usage()[["parsed", "judgments", "protocol"]], run.separated_counts()["separated"]
+    """The chapter's takeaways, computed from this run: what parsed, what the corrected tests separate (or that
+    nothing is decided below ten users), every system against the baseline, and the agreement claims."""
+    usage, counts = run.usage()[["parsed", "judgments", "protocol"]], run.separated_counts()
     parsed = ", ".join(T("takeaways.parsed_part", **r) for r in usage.to_dict("records"))
-    separated = "; ".join(T("takeaways.separated_part", name=NAMES[m], n=n) for m, n in counts.items())
-    said = T("takeaways.parsed", judge=run.judge_name, parsed=parsed)
-    return [said, T("takeaways.separated", counts=separated, pairs=run.system_pairs), *agreement_sentences(run)[:3]]
+    said = [T("takeaways.parsed", judge=run.judge_name, parsed=parsed)]
+    users = len(run.panel.users)
+    if users < _MIN_USERS_FOR_CLAIMS:
+        said.append(T("takeaways.undecided", users=users))
+    else:
+        separated = "; ".join(T("takeaways.separated_part", name=NAMES[str(m)], n=n) for m, n in
+                              counts["separated"].items())  # fmt: skip
+        said.append(T("takeaways.separated", counts=separated, pairs=run.system_pairs, users=users))
+    if users >= _MIN_USERS_FOR_CLAIMS:
+        said += baseline_sentences(run)
+    return [*said, *agreement_sentences(run)[:3]]
