@@ -31,3 +31,17 @@ def test_pairwise_plan_uses_the_pairs_own_differences() -> None:
     d = (frame["a"] - frame["b"]).dropna()
     assert got["n"] == 190 and got["d_z"] == pytest.approx(d.mean() / d.std(ddof=1))
     assert got["users_needed"] == users_needed(got["d_z"], n_comparisons=1)
+
+
+@pytest.mark.parametrize("effect", [0.005, 0.03, 0.2, 0.8, 1.7, 3.0, 8.0, 20.0, 40.0])
+@pytest.mark.parametrize("comparisons", [1, 6, 28])
+def test_users_needed_is_the_smallest_n_that_reaches_the_power(effect: float, comparisons: int) -> None:
+    # whatever solve_power's root finder does for this effect size: the plan is a whole n, the smallest that works
+    n = users_needed(effect, n_comparisons=comparisons)
+    level = 0.05 / comparisons
+    assert math.isfinite(n) and n == int(n) >= 2
+    power = TTestPower()
+    assert power.power(effect, n, level, alternative="two-sided") >= 0.8
+    if n > 2:
+        below = power.power(effect, n - 1, level, alternative="two-sided")
+        assert not below >= 0.8  # NaN (one degree of freedom) counts as not reached

@@ -32,15 +32,27 @@ def users_needed(effect_size: float, alpha: float = 0.05, n_comparisons: int = 1
         return math.inf
     level = alpha / max(n_comparisons, 1)
     analysis = TTestPower()
-    for n in range(2, 11):
-        # the solver fails for large effects (power at one degree of freedom is NaN for d_z around 20): count up
+
+    def reaches(n: int) -> bool:
         reached = analysis.power(abs(effect_size), n, level, alternative="two-sided")
-        if math.isfinite(reached) and reached >= power:
+        return bool(math.isfinite(reached) and reached >= power)
+
+    for n in range(2, 11):
+        # power at one degree of freedom is NaN for d_z around 20: count up where the solver would fail
+        if reaches(n):
             return float(n)
-    if analysis.power(abs(effect_size), _MAX_USERS, level, alternative="two-sided") < power:
-        return math.inf
-    n = analysis.solve_power(effect_size=abs(effect_size), nobs=None, alpha=level, power=power)
-    return float(math.ceil(float(np.asarray(n).item()) - 1e-9))
+    # the smallest n that reaches the power, by doubling then bisection on TTestPower's power (increasing in n):
+    # solve_power's root finder returns NaN for some effect sizes, the power itself turns NaN at millions of users,
+    # and a plan must be a whole number of users anyway
+    low, high = 10, 20  # low does not reach the power; high is doubled until it does
+    while not reaches(high):
+        if high >= _MAX_USERS:
+            return math.inf
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid, high)
+    return float(high)
 
 
 def pairwise_users_needed(
