@@ -17,21 +17,24 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: book test test-fast test-book lint lint-rest install embedded lock data clean
 
-# The offline book: a run with the simulated judge (notebooks 1-4 and 7), a plan of the default run (calls nothing; its
-# manifest then shows plan beside actual), then the default run with the embedded model (every notebook, the
-# "Judges compared" chapter reading both runs), built from the default run. Chapter 7 judges four of chapter 2's
-# recommenders against Pop with the embedded model (the whole tournament of eight would take it ~11 minutes; its
-# simulated-judge section takes all eight).
+# The offline book: a run with the simulated judge (notebooks 1-4 and 7, 30 judged users where a chapter takes
+# n_users, so that chapter 7's tests, curves and agreement have users to decide on: the simulated run carries the
+# statistics), a plan of the default run (calls nothing; its manifest then shows plan beside actual), then the default
+# run with the embedded model (every notebook, the "Judges compared" chapter reading every run), built from the
+# default run. The embedded model judges close to randomly, so its run is sized to show each chapter's method, not to
+# estimate anything (book/intro.md says so, size by size): chapter 1 judges 4 pairs per template, chapter 2 the top 10,
+# chapter 3 one user, chapter 4 two customers, chapter 7 two users of four of chapter 2's recommenders against Pop.
 # Each step keeps what is unchanged since it was last made (an execution cache keyed by the notebook, its parameters,
 # the judge, the package and the data; the key is in each run's manifest.json): a second make book with nothing
 # changed executes nothing. make book FORCE=1 executes, plans and builds everything again.
-CH7_ARGS ?= -p systems '[pop, random, bprmf, uaum]' -p arena_pairs pop
+DEFAULT_ARGS ?= -p 01:n_pairs 4 -p 02:top_k 10 -p 03:n_users 1 -p 04:n_customers 2 -p 07:n_users 2 \
+	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop
 FORCE_ARG := $(if $(FORCE),--force,)
 book: $(STAMP) embedded
-	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 --no-build $(FORCE_ARG)
+	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 -p n_users 30 --no-build $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run --run panel-sim --judge panel-sim --only 01 --no-build $(FORCE_ARG)
-	$(PY) -m recjudge_utils.book plan --run default $(CH7_ARGS) $(FORCE_ARG)
-	$(PY) -m recjudge_utils.book run $(CH7_ARGS) $(FORCE_ARG) $(BOOK_ARGS)
+	$(PY) -m recjudge_utils.book plan --run default $(DEFAULT_ARGS) $(FORCE_ARG)
+	$(PY) -m recjudge_utils.book run $(DEFAULT_ARGS) $(FORCE_ARG) $(BOOK_ARGS)
 
 # The unit lane: every test but the whole-book lane and the browser checks (tiny books and the real model included).
 test: $(STAMP) embedded

@@ -417,3 +417,24 @@ def test_export_refuses_adhoc_and_running_runs(
     assert cli.main(["export", "x"]) == 2
     assert reason in capsys.readouterr().err
     assert not list(isolated_runs.glob("*.gz"))
+
+
+@pytest.mark.slow
+def test_a_parameter_scoped_to_a_notebook_reaches_that_notebook_only(project: Path, isolated_runs: Path) -> None:
+    write_notebook(project / "notebooks" / "02_other.ipynb", "n_users: int = 3", ["print('other', n_users * 2)"])
+    manifest = book.run(gpt_x(), "scoped", parameters={"02:n_users": 5}, build=False, root=project)
+    params = {Path(nb.notebook).stem: nb.parameters for nb in manifest.notebooks}
+    assert "n_users" not in params["01_ok"] and params["02_other"]["n_users"] == 5
+    both = book.run(gpt_x(), "both", parameters={"n_users": 4, "02:n_users": 6}, build=False, root=project)
+    assert [nb.parameters["n_users"] for nb in both.notebooks] == [4, 6]  # the scoped value wins in its notebook
+
+
+def test_a_scoped_parameter_is_refused_when_its_notebook_or_name_is_unknown(project: Path) -> None:
+    with pytest.raises(ValueError, match="no selected notebook starts with '09'"):
+        book.run(gpt_x(), parameters={"09:n_users": 5}, build=False, root=project)
+    with pytest.raises(ValueError, match=r"'01:n_usres' \(did you mean 'n_users'\?\)"):
+        book.run(gpt_x(), parameters={"01:n_usres": 5}, build=False, root=project)
+    with pytest.raises(ValueError, match="never a parameter"):
+        book.run(gpt_x(), parameters={"01:api_key": "sk-secret"}, build=False, root=project)
+    with pytest.raises(ValueError, match="use --judge PROFILE"):
+        book.run(gpt_x(), parameters={"01:judge": "gpt-4o-mini"}, build=False, root=project)

@@ -74,7 +74,8 @@ OLD_FLAGS = {
 }
 _PARAMETER_HELP = (
     "set notebook parameter NAME to VALUE in every notebook that declares it (repeatable). VALUE is read as YAML: "
-    "200, 0.5, [a, b], null, text. Not 'judge' (use --judge), not 'run_name' (use --run), never an API key. "
+    "200, 0.5, [a, b], null, text. PREFIX:NAME sets it only in the notebooks whose file name starts with PREFIX "
+    "(-p 07:n_users 2). Not 'judge' (use --judge), not 'run_name' (use --run), never an API key. "
     "'python -m recjudge_utils.book list' shows every notebook's parameters"
 )
 

@@ -525,13 +525,27 @@ def _selection(
         raise ValueError("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
     notebooks = select_notebooks(root / "notebooks", only)
     extra = dict(parameters or {})
-    check_parameter_names(extra)
+    check_parameter_names(_scoped(name)[1] for name in extra)
     declared = {nb: declared_parameters(nb) for nb in notebooks}
     known: set[str] = set().union(*declared.values()) - set(_RUNNER_PARAMETERS)
-    unknown = sorted(set(extra) - known)
+    unknown = []
+    for name in extra:
+        prefix, bare = _scoped(name)
+        owners = [nb for nb in notebooks if nb.name.startswith(prefix)]
+        if prefix and not owners:
+            raise ValueError(f"-p {name}: no selected notebook starts with {prefix!r}")
+        if not any(bare in declared[nb] for nb in owners) or bare in _RUNNER_PARAMETERS:
+            unknown.append(name)
     if unknown:
-        raise ValueError(unknown_parameters_message(unknown, known, [nb.name for nb in notebooks]))
+        raise ValueError(unknown_parameters_message(sorted(unknown), known, [nb.name for nb in notebooks]))
     return root, declared, extra
+
+
+def _scoped(name: str) -> tuple[str, str]:
+    """``"07:n_users"`` -> ``("07", "n_users")``: a ``-p`` for the notebooks whose file name starts with ``07``
+    only; a plain name goes to every notebook that declares it (prefix ``""``)."""
+    prefix, _, bare = name.rpartition(":")
+    return prefix, bare
 
 
 def check_selection(
@@ -567,8 +581,16 @@ def unknown_parameters_message(unknown: Sequence[str], known: Iterable[str], not
 def _notebook_parameters(
     notebook: Path, declared: set[str], profile: JudgeProfile, scale: str, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The judge profile, then the scale's values, then ``-p``: each only if the notebook declares it."""
-    wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, notebook.name), **extra}
+    """The judge profile, then the scale's values, then ``-p`` (plain names, then the names scoped to this notebook,
+    ``07:n_users``): each only if the notebook declares it."""
+    plain, scoped = {}, {}
+    for name, value in extra.items():
+        prefix, bare = _scoped(name)
+        if not prefix:
+            plain[bare] = value
+        elif notebook.name.startswith(prefix):
+            scoped[bare] = value
+    wanted = {JUDGE_PARAMETER: profile.to_dict(), **scale_parameters(scale, notebook.name), **plain, **scoped}
     return {name: value for name, value in wanted.items() if name in declared}
 
 
