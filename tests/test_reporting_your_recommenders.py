@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 from test_experiment_your_recommenders import counted_run, judged, sim, toy_dataset, toy_lists
 
+from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.experiments import your_recommenders as ours
 from recjudge_utils.lists import write_trec_runs
 from recjudge_utils.metrics.rank_agreement import agreement_claim
@@ -193,7 +194,7 @@ def test_the_win_matrix_and_the_separation_table_lay_out_the_runs_counts() -> No
     assert (wins.loc["a", "b"], wins.loc["b", "a"]) == ("0.75 (n=2)", "0.25 (n=2)")
     assert wins.loc["a", "c"] == wins.loc["c", "a"] == "no verdict (n=1)"
     assert wins.loc["c", "b"] == "1.00 (n=1)" and wins.loc["a", "a"] == "-"
-    assert report.win_matrix(counted_run(duels=False)) == "No Arena duel was judged in this run."
+    assert report.win_matrix(counted_run(duels=False)).text == "No Arena duel was judged in this run."
     table = report.separation_table(run).data.set_index("measure")
     assert table.loc["Arena (share of points)"].tolist() == ["2 of 3", "a > b; c > a"]
     assert table.loc["Precision@k"].tolist() == ["0 of 3", "none"]
@@ -281,6 +282,14 @@ def test_the_tournament_ranks_every_system_from_the_duels(run: ours.YourRecommen
     assert sorted(table.data["system"]) == sorted(run.panel.systems) and "Davidson" in table.caption
     strengths = run.tournament()
     assert strengths["log_strength"].sum() == pytest.approx(0.0, abs=1e-6) and strengths.attrs["n"] > 0
+    assert not table.data["log strength"].str.startswith("-0.00").any()
+
+
+def test_a_tournament_of_ties_only_says_so_instead_of_ranking(run: ours.YourRecommendersRun) -> None:
+    duels = run.duels.copy()
+    duels[OVERALL] = "tie"
+    text = report.tournament_table(replace(run, duels=duels))
+    assert isinstance(text, MySTText) and "was a tie" in text.text
 
 
 def test_the_coverage_table_lays_out_the_measured_coverage(run: ours.YourRecommendersRun) -> None:

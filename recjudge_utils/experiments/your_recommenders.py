@@ -510,7 +510,7 @@ class YourRecommendersRun(Run):
     def tournament(self) -> pd.DataFrame:
         """The Arena's duels as one ranking: Davidson's Bradley-Terry fit with ties
         (:func:`~recjudge_utils.metrics.tournament.davidson_fit`), per system its log strength (mean 0) and rank;
-        ``attrs``: nu (the tie parameter) and the duels with a verdict."""
+        ``attrs``: nu (the tie parameter), the duels with a verdict and how many of them were ties."""
         q = self.duel_q()
         if q.empty:
             return pd.DataFrame(columns=["system", "log_strength", "rank"])
@@ -519,7 +519,7 @@ class YourRecommendersRun(Run):
         fit = davidson_fit(counts, self.panel.systems)
         frame = pd.DataFrame({"system": fit.systems, "log_strength": fit.log_strength})
         frame["rank"] = frame["log_strength"].rank(ascending=False, method="min")
-        frame.attrs.update(nu=fit.nu, n=fit.n)
+        frame.attrs.update(nu=fit.nu, n=fit.n, ties=round(sum(c[3] for c in counts)))
         return frame.sort_values("rank", kind="stable").reset_index(drop=True)
 
     def duel_points(self) -> pd.DataFrame:

@@ -109,12 +109,14 @@ def timings_text(run: YourRecommendersRun) -> str:
     return T("timings", parts=", ".join(f"{k} {v:.1f}" for k, v in run.timings.items()))
 
 
-def serendipity_table(run: YourRecommendersRun) -> Styler | str:
+def serendipity_table(run: YourRecommendersRun) -> Styler | MySTText:
     """The serendipity paper's Avg.Score@k (the protocol's ranking), P_ser@k and N_ser@k per system."""
     headers: dict[str, str] = T.raw("serendipity.columns")
     if "serendipity" not in run.config.protocols or not run.summary["measure"].isin(list(headers)).any():
-        return T("serendipity.not_run")
-    return _system_table(run, headers, T("serendipity.caption"))
+        return myst(T("serendipity.not_run"))
+    # n in a cell only where it is not the judged users' (the caption says how many those are)
+    users = len(run.panel.users)
+    return _system_table(run, headers, T("serendipity.caption", users=users), users)
 
 
 def verdict_figure(run: YourRecommendersRun) -> Figure:
@@ -137,11 +139,11 @@ def verdict_figure(run: YourRecommendersRun) -> Figure:
     return done(fig)
 
 
-def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | str:
+def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | MySTText:
     """Per protocol and reason: the answers that could not be read (never filled in), with a few raw answers."""
     rows = [[r.protocol, T("unparsed.answers", bad=r.bad, total=r.total), r.reason[:200] or T("unparsed.no_reason"),
              " | ".join(r.raw) or T("unparsed.no_raw")] for r in run.unparsed(examples).itertuples()]  # fmt: skip
-    return _table("unparsed", rows, precision=0) if rows else T("unparsed.none")
+    return _table("unparsed", rows, precision=0) if rows else myst(T("unparsed.none"))
 
 
 def health_notes(run: YourRecommendersRun) -> list[Callout]:
@@ -150,11 +152,11 @@ def health_notes(run: YourRecommendersRun) -> list[Callout]:
     return [unanswerable_warning(T("health_question"), health)] if health.n and health.nothing_usable else []
 
 
-def win_matrix(run: YourRecommendersRun) -> Styler | str:
+def win_matrix(run: YourRecommendersRun) -> Styler | MySTText:
     """Arena: the row system's share of points against the column system over the duels with a verdict (n)."""
     points, systems = run.duel_points(), run.panel.systems
     if points.empty:
-        return T("wins.none")
+        return myst(T("wins.none"))
     cells = pd.DataFrame([["-" if x == y else "" for y in systems] for x in systems], index=systems, columns=systems)
     for r in points.itertuples(index=False):
         cells.loc[r.x, r.y] = T("wins.cell", share=f"{r.share:.2f}", n=r.n) if r.n else T("wins.no_verdict", n=r.duels)
@@ -190,7 +192,10 @@ def tournament_table(run: YourRecommendersRun) -> Styler | MySTText:
         return myst(T("wins.none"))
     if not fit["log_strength"].notna().any():
         return myst(T("tournament.none"))
-    rows = [[int(r.rank), r.system, f"{r.log_strength:+.2f}"] for r in fit.itertuples(index=False)]
+    if fit.attrs["ties"] == fit.attrs["n"]:  # nu grows without bound, and every strength is the same
+        return myst(T("tournament.ties_only", n=fit.attrs["n"]))
+    # rounded before the sign is written: no "-0.00"
+    rows = [[int(r.rank), r.system, f"{round(r.log_strength, 2) + 0.0:+.2f}"] for r in fit.itertuples(index=False)]
     return _table("tournament", rows, precision=0, nu=f"{fit.attrs['nu']:.2f}", n=fit.attrs["n"])
 
 
