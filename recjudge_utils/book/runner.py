@@ -625,10 +625,14 @@ def _reusable(previous: Mapping[str, Any], notebook: str, key: str) -> dict[str,
     return None
 
 
-def _rows_of(previous: Mapping[str, Any], section: str, notebooks: set[str]) -> list[dict[str, Any]]:
-    """An earlier manifest's usage (``actual``) or health rows of the reused ``notebooks``."""
-    rows = (previous.get(section) or {}).get("notebooks", []) if section == "actual" else previous.get(section) or []
-    return [dict(r) for r in rows if r.get("notebook") in notebooks]
+def _rows_by_notebook(rows: Iterable[Mapping[str, Any]], notebooks: set[str]) -> dict[str, dict[str, Any]]:
+    """An earlier manifest's usage or health rows of ``notebooks``, by notebook."""
+    return {str(r["notebook"]): dict(r) for r in rows if r.get("notebook") in notebooks}
+
+
+def _notebook_run(entry: Mapping[str, Any], **changes: Any) -> NotebookRun:
+    """A :class:`NotebookRun` read back from a manifest's entry (keys it does not know are left out)."""
+    return NotebookRun(**{k: v for k, v in {**entry, **changes}.items() if k in NotebookRun.__dataclass_fields__})
 
 
 def run(
@@ -712,7 +716,7 @@ def run(
             key = key_of(nb)
             earlier = None if executed_one else _reusable(previous, nb.name, key)
             if earlier is not None:
-                manifest.notebooks[i] = NotebookRun(**{**earlier, "reused": True})
+                manifest.notebooks[i] = _notebook_run(earlier, reused=True)
                 _write_manifest(folder, manifest)
                 print(f"[{nb.name}] unchanged since it was executed: its executed copy is kept", flush=True)
                 continue
@@ -737,8 +741,8 @@ def run(
     seconds = {Path(r.notebook).stem: r.seconds for r in manifest.notebooks}
     fresh = {nb: start for nb, start in offsets.items() if nb not in reused}
     # a reused notebook's usage and health are those of the execution that made its copy
-    kept_usage = {r["notebook"]: r for r in _rows_of(previous, "actual", reused)}
-    kept_health = {r["notebook"]: r for r in _rows_of(previous, "judge_health", reused)}
+    kept_usage = _rows_by_notebook((previous.get("actual") or {}).get("notebooks", []), reused)
+    kept_health = _rows_by_notebook(previous.get("judge_health") or [], reused)
     usage = actual_usage(folder, fresh, seconds) if fresh else None
     new_usage = {} if usage is None else {r["notebook"]: r for r in usage.to_dict("records")}
     usage_rows = [kept_usage.get(nb) or new_usage.get(nb) for nb in judging]
@@ -772,10 +776,7 @@ def _build_and_say(root: Path, run_name: str, force: bool = False) -> None:
 def _manifest_from_dict(data: Mapping[str, Any]) -> RunManifest:
     """A :class:`RunManifest` read back from ``manifest.json``."""
     fields = {k: v for k, v in data.items() if k in RunManifest.__dataclass_fields__}
-    fields["notebooks"] = [
-        NotebookRun(**{k: v for k, v in nb.items() if k in NotebookRun.__dataclass_fields__})
-        for nb in data.get("notebooks", [])
-    ]
+    fields["notebooks"] = [_notebook_run(nb) for nb in data.get("notebooks", [])]
     return RunManifest(**fields)
 
 
