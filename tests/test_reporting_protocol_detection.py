@@ -9,6 +9,19 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from claims import (
+    about,
+    affirms,
+    clauses,
+    counts_in,
+    denies,
+    intervals_in,
+    numbers_in,
+    says_higher,
+    says_no_ranking,
+    says_overlap,
+    sentences,
+)
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
@@ -167,28 +180,35 @@ def every_figure(run: DetectionRun) -> list[Figure]:
 
 
 def test_takeaways_claim_a_difference_only_where_the_interval_excludes_it() -> None:
-    separated = "\n".join(report.takeaways_items(constructed_run(separates=True)))
-    assert "The smallest position bias the swap test detects in this run is b = 0.2" in separated
-    assert "covers less than 95 % at n = 10 judged pairs" in separated
-    assert "excludes 0 on the truth's side at every noise level tried" in separated
-    assert "cannot" not in separated
+    items = report.takeaways_items(constructed_run(separates=True))
+    swap, coverage, gap = about(items, "swap"), about(items, "cover", "MAE"), about(items, "gap")
+    assert numbers_in(swap)[0] == 0.2 and (75.0, 67.0, 81.0) in intervals_in(swap)  # detected at b = 0.2, CI < 100
+    assert affirms(swap, "detect") and not says_no_ranking(swap)
+    assert affirms(coverage, "less than 95") and (88.0, 85.0, 91.0) in intervals_in(coverage) and "n = 10" in coverage
+    assert affirms(gap, "excludes 0") and not says_no_ranking(gap) and "wrong" not in gap
+    assert intervals_in(gap)[0] == (0.106, 0.080, 0.131)  # the true gap
+    assert "cannot" not in "\n".join(items)
 
-    overlapping = "\n".join(report.takeaways_items(constructed_run(separates=False)))
-    assert "this run cannot tell the biased judge from an unbiased one" in overlapping
-    assert "detects" not in overlapping
-    assert "The percentile bootstrap CI of the MAE is not shown to cover less than 95 %" in overlapping
-    assert "at σ = 2 the measured gap's CI includes 0: there this run cannot order them" in overlapping
+    items = report.takeaways_items(constructed_run(separates=False))
+    swap, coverage, gap = about(items, "swap"), about(items, "cover", "MAE"), about(items, "gap")
+    assert says_no_ranking(swap) and numbers_in(swap)[0] == 0.4 and (100.0, 80.0, 100.0) in intervals_in(swap)
+    assert "detects" not in "\n".join(items)
+    assert denies(coverage, "less than 95") and not affirms(coverage, "less than 95") and not intervals_in(coverage)
+    (unresolved,) = [part for part in sentences(gap) if says_no_ranking(part)]  # cannot order them at σ = 2
+    assert "σ = 2" in unresolved and affirms(unresolved, "includes 0")
 
 
 def test_a_gap_excluding_zero_on_the_wrong_side_is_called_a_wrong_order() -> None:
-    items = report.takeaways_items(constructed_run(separates=True, wrong_side=True))
-    assert "at σ = 2 the CI excludes 0 on the wrong side: the judge orders them wrongly" in items[-3]
+    gap = about(report.takeaways_items(constructed_run(separates=True, wrong_side=True)), "gap")
+    (wrong,) = [part for part in sentences(gap) if "wrong" in part]
+    assert "σ = 2" in wrong and affirms(wrong, "excludes 0") and not says_no_ranking(gap)
 
 
 def test_the_takeaways_count_intervals_that_hold_the_truth() -> None:
     items = report.takeaways_items(constructed_run(separates=True))
-    assert "holds the MAE the error model implies at 2 of 2 noise levels." in items[0]
-    assert "holds the expected 1 − c at 2 of 2 levels" in "\n".join(items)
+    mae, adversarial = about(items, "MAE", "error model"), about(items, "1 − c")
+    assert counts_in(mae) == [(2, 2)] and affirms(mae, "holds")  # the implied MAE in the CI at both noise levels
+    assert counts_in(adversarial) == [(2, 2)] and affirms(adversarial, "holds")
 
 
 def test_tables_have_worded_headers_and_an_interval_in_the_estimates_cell() -> None:
@@ -217,7 +237,7 @@ def test_an_infinite_q_reads_as_infinity_and_the_text_says_what_it_means() -> No
     assert table.loc["0.4", "Q single order"] == "∞"
     assert table.loc["0.2", "Q single order"] == "0.800 (+18 %)"
     assert "inf" not in table.to_string()
-    assert "Q reads ∞ where a protocol records wins but no losses and no ties" in report.section_text(run, "arena")
+    assert "∞" in (text := report.section_text(run, "arena")) and "no losses" in text  # what ∞ means
     assert "∞" not in report.section_text(constructed_run(separates=True), "arena")
 
 
@@ -267,28 +287,28 @@ def test_the_forest_plot_sets_each_rate_beside_its_truth() -> None:
 
 
 def test_the_panel_takeaways_say_what_a_vote_averaged_and_what_it_kept_only_where_intervals_allow() -> None:
+    measures = ("3-class accuracy", "weighted kappa", "position consistency")
     *_, noise, bias = report.takeaways_items(constructed_run(separates=True))
-    assert noise.startswith(
-        "The panel of three with independent errors against one judge with the same error model: "
-        "3-class accuracy 93.0 [91.0, 95.0] % against 83.0 [81.0, 85.0] %, weighted kappa 0.930"
-    )
-    assert noise.endswith("On 3-class accuracy, weighted kappa and position consistency its interval lies above one "
-                          "judge's: voting averaged the members' independent errors away.")  # fmt: skip
-    assert "a mean error of 0.500 [0.480, 0.520], against 0.010 [-0.010, 0.030]" in bias
-    assert "so the vote kept the offset its members share" in bias
-    assert "On 3-class accuracy and weighted kappa it lies below one judge's." in bias
+    assert intervals_in(noise)[:3] == [(93.0, 91.0, 95.0), (83.0, 81.0, 85.0), (0.93, 0.91, 0.95)]  # panel, one judge
+    (above,) = [c for c in clauses(noise) if says_higher(c, "its interval", "one judge")]
+    assert all(m in above for m in measures) and affirms(noise, "averaged")
+    assert intervals_in(bias) == [(0.5, 0.48, 0.52), (0.01, -0.01, 0.03)]  # shared offset, independent errors
+    assert affirms(bias, r"\bkept\b") and not denies(bias, "offset")
+    (below,) = [c for c in clauses(bias) if says_higher(c, "one judge", "it")]
+    assert [m in below for m in measures] == [True, True, False]
     *_, noise, bias = report.takeaways_items(constructed_run(separates=False))
-    assert "averaged" not in noise and "the intervals overlap: this run cannot tell the panel from one judge" in noise
-    assert "this run does not show the shared offset surviving the vote" in bias and "kept" not in bias
+    assert "averaged" not in noise and says_overlap(noise) and says_no_ranking(noise)
+    assert not [c for c in clauses(noise) if says_higher(c, "its interval", "one judge")]
+    assert denies(bias, "offset") and "kept" not in bias
     assert "it cannot be told from one judge" in bias
 
 
 def test_the_panel_table_and_figure_show_every_condition_with_its_intervals() -> None:
     run = constructed_run(separates=True)
     figure, table = report.panels(run)
-    assert list(table.data.columns) == ["judge", "3-class accuracy % [95 % CI]", "weighted kappa [95 % CI]",
-                                        "position consistency % [95 % CI]", "mean error, score − g [95 % CI]",
-                                        "calls (× one judge's)"]  # fmt: skip
+    columns = list(table.data.columns)
+    assert len(columns) == 6 and columns[0] == "judge" and "calls" in columns[-1]
+    assert sum(c.endswith("[95 % CI]") for c in columns) == 4  # every measure's column carries its interval
     rows = table.data.set_index("judge")
     assert rows.loc["one judge", "3-class accuracy % [95 % CI]"] == "83.0 [81.0, 85.0]"
     assert rows.loc["panel of 3, one shared bias", "mean error, score − g [95 % CI]"] == "0.500 [0.480, 0.520]"
