@@ -178,7 +178,7 @@ def test_a_panels_members_scores_are_kept_beside_the_panels(selection, tmp_path)
     assert len(members) == 2 * len(pairs) * 3 and set(members["member"]) == {"sim-1", "sim-2", "sim-3"}
     g = pairs.set_index(["user", "item"])["g"]
     assert (members.set_index(["user", "item"])["truth"] == g.reindex(members.set_index(["user", "item"]).index)).all()
-    # Base asks once: the panel's score is its usable members' mean rounded half up, as the panel profile says
+    # Base asks once: the panel's score is its usable members' median level (a split: the lower), as the profile says
     base = members[members["template"] == "base"].pivot(index=["user", "item"], columns="member", values="label")
     scores = run.scores["base"].set_index(["user", "item"])["score"]
     scores = scores[~scores.index.duplicated(keep=False)]  # a pair held twice: the member rows hold the later one
@@ -186,7 +186,7 @@ def test_a_panels_members_scores_are_kept_beside_the_panels(selection, tmp_path)
     for key, row in base.loc[scores.index].iterrows():
         usable = row.dropna().astype(float)
         if len(usable) >= 2:
-            assert scores[key] == nearest_level(float(usable.mean()))
+            assert scores[key] == nearest_level(float(usable.median()))
             checked += 1
     assert checked >= 8
     # LtM asks three times per pair: a member's tokens are those of all its calls

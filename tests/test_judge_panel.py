@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,17 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils.answer_formats import ANSWER_FORMATS
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
-from recjudge_utils.answer_formats.saer_fields import format_list_label, format_set_verdict
+from recjudge_utils.answer_formats.saer_fields import (
+    LABELS_WORST_FIRST,
+    format_list_label,
+    format_set_verdict,
+    parse_pointwise,
+)
 from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.book.archive import SUFFIX, ArchiveIncomplete, export_run, import_archive, read_archive
 from recjudge_utils.book.usage import actual_usage, health_line, judge_health, plan_summary
 from recjudge_utils.experiments.results import judge_kind
-from recjudge_utils.judge.aggregation import AGGREGATORS, nearest_level, strict_majority
+from recjudge_utils.judge.aggregation import AGGREGATORS, median_label, nearest_level, strict_majority
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.panel import MEMBERS_DIR, PanelClient, PanelMember, PanelResult
 from recjudge_utils.judge.planning import PLAN_FILE
@@ -132,9 +138,10 @@ def test_a_member_whose_answer_does_not_parse_is_excluded_and_counted() -> None:
     prose = "I would give it a high score, it looks fine."
     with servers(constant('{"score": 5}'), constant('{"score": 4}'), constant(prose)) as srvs:
         [result], client = judged(panel_of(srvs, aggregate={"json_levels": "mean"}), [levels_request()])
-    # the mean of the two usable answers, 4.5, rounded half up: the prose cast no vote (counted as, say, the midpoint
-    # 3 it would pull the mean to 4)
-    assert result.status == "parsed" and result.value == {"score": 5}
+    # the mean of the two usable answers, 4.5, halfway: the lower level, 4 (the prose cast no vote: counted as, say,
+    # the midpoint 3 it would pull the mean to 4 all the same, but the outcome would hold three values)
+    assert result.status == "parsed" and result.value == {"score": 4}
+    assert result.panel["outcome"]["score"]["mean"] == 4.5 and result.panel["outcome"]["score"]["split"]
     assert result.panel["usable"] == 2 and result.panel["outcome"]["score"]["values"] == [4, 5]
     assert [(e["member"], e["status"]) for e in result.panel["excluded"]] == [("judge-c", "unparsed")]
     assert "no JSON object" in result.panel["excluded"][0]["reason"]
@@ -144,7 +151,7 @@ def test_a_member_whose_answer_does_not_parse_is_excluded_and_counted() -> None:
     assert summary.loc["judge-a", "excluded"] == 0
     # the judgment log keeps every member's raw answer beside the panel's verdict
     [record] = log_records(client)
-    assert record["raw_response"] == '{"score": 5}' and record["route"] == "panel"
+    assert record["raw_response"] == '{"score": 4}' and record["route"] == "panel"
     assert [m["raw_response"] for m in record["members"]] == ['{"score": 5}', '{"score": 4}', prose]
     assert [m["included"] for m in record["members"]] == [True, True, False]
     # the usage counts the panel's judgment once and every member's paid call
@@ -197,7 +204,7 @@ def test_an_even_split_after_an_exclusion_is_a_tie() -> None:
     assert result.panel["usable"] == 2 and result.panel["excluded"][0]["member"] == "judge-c"
 
 
-def test_saer_verdicts_and_labels_take_a_strict_majority() -> None:
+def test_saer_verdicts_take_a_strict_majority_and_labels_the_median() -> None:
     sets = [format_set_verdict(v) for v in ("Set 1", "Set 2", "Tie")]
     labels = [format_list_label(c, f) for c, f in (("Good Match", (1, 3)), ("Partial Match", (3,)), ("Poor Match", ()))]
     agreeing = [format_list_label(c, f) for c, f in (("Good Match", (1, 3)), ("Good Match", (3,)), ("Poor Match", ()))]
@@ -214,10 +221,12 @@ def test_saer_verdicts_and_labels_take_a_strict_majority() -> None:
         and pair.value.verdict == "Tie"
         and pair.panel["outcome"]["verdict"]["majority"] is False
     )
-    # no majority on a label: no label, recorded as such (never the first member's Good Match)
-    assert label.status == "unparsed" and label.value is None
-    assert label.reason is not None and "no majority on the label among 3 members" in label.reason
-    assert label.panel["outcome"]["category"]["votes"] == {"Good Match": 1, "Partial Match": 1, "Poor Match": 1}
+    # no majority on a label: the median label, Partial Match, recorded as a median (never the first member's Good
+    # Match); item 3 flagged by two of three, item 1 by one
+    assert label.status == "parsed" and label.value.category == "Partial Match" and label.value.flagged == (3,)
+    outcome = label.panel["outcome"]["category"]
+    assert outcome["votes"] == {"Good Match": 1, "Partial Match": 1, "Poor Match": 1}
+    assert (outcome["majority"], outcome["by"]) == (False, "median")
     with servers(*(by_request(agreeing, k) for k in range(3))) as srvs:
         (_, label), _ = judged(panel_of(srvs), [saer_pair_request(), saer_label_request()], run="agreeing")
     # Good Match by two of three; item 3 flagged by two of three, item 1 by one
@@ -392,7 +401,7 @@ def test_export_and_replay_carry_every_members_answer(tmp_path: Path, monkeypatc
     # the servers are gone: the replay answers from the imported answers alone
     monkeypatch.setenv("RECJUDGE_OFFLINE", "1")
     replayed, _ = judged(archive.header["manifest"]["judge"], requests, run="replayed")
-    assert [r.value for r in replayed] == [r.value for r in results] == [{"score": 3}] * 3  # 2.5 rounds half up
+    assert [r.value for r in replayed] == [r.value for r in results] == [{"score": 2}] * 3  # median 2.5: the lower
     assert all(r.cache_hit for r in replayed)
     assert [len(r.panel["excluded"]) for r in replayed] == [1, 1, 1]
 
@@ -505,17 +514,82 @@ def test_strict_majority_needs_more_than_half_and_ignores_the_order_of_votes() -
     )
 
 
-def test_scores_take_the_mean_or_the_median_rounded_half_up() -> None:
+def test_scores_take_the_median_or_the_mean_and_a_split_takes_the_lower_level() -> None:
     levels = AGGREGATORS["json_levels"].combine
+    assert AGGREGATORS["json_levels"].rules[0] == "median"  # the default
     values = [{"score": 1}, {"score": 4}, {"score": 5}]
     assert json.loads(levels(values, "mean").text or "") == {"score": 3}  # 3.33
     assert json.loads(levels(values, "median").text or "") == {"score": 4}
-    assert json.loads(levels([{"score": 3}, {"score": 4}], "median").text or "") == {"score": 4}  # 3.5: half up
-    assert [nearest_level(x) for x in (2.5, 2.49, 0.2, 7.0)] == [3, 2, 1, 5]
+    assert [nearest_level(x) for x in (2.5, 2.49, 2.51, 0.2, 7.0, 4.5, 3.0)] == [2, 2, 3, 1, 5, 4, 3]
     cot = levels([{"relevance": 5, "score": 2}, {"relevance": 3, "score": 2}], "mean")
     assert json.loads(cot.text or "") == {"relevance": 4, "score": 2} and cot.outcome["relevance"]["mean"] == 4.0
+    # four members: the median is whole (3) or halfway (3.5 -> the lower middle level, 3); the outcome keeps 3.5
+    four = levels([{"score": 1}, {"score": 3}, {"score": 4}, {"score": 5}], "median")
+    assert json.loads(four.text or "") == {"score": 3}
+    assert four.outcome["score"] == {"values": [1, 3, 4, 5], "median": 3.5, "level": 3, "split": True}
+    assert json.loads(levels([{"score": 1}, {"score": 3}, {"score": 3}, {"score": 5}], "median").text or "") == {
+        "score": 3
+    }
     scores = AGGREGATORS["json_list_score"].combine([{"score": 0.2}, {"score": 0.9}, {"score": 0.4}], "median")
     assert json.loads(scores.text or "")["score"] == 0.4
+
+
+@pytest.mark.parametrize("rule", ["median", "mean"])
+def test_two_members_answering_3_and_4_are_not_always_4(rule: str) -> None:
+    """The defect of issue 41: the mean of 3 and 4 rounded half up made every such split a 4, a serendipitous item
+    (score >= 4) that only half the panel called so. A split takes the lower level, whichever member said what, and
+    the outcome keeps the unrounded 3.5."""
+    levels = AGGREGATORS["json_levels"].combine
+    splits = [(3, 4), (4, 3), (4, 5), (1, 2)]
+    got = [levels([{"score": a}, {"score": b}], rule) for a, b in splits]  # type: ignore[arg-type]
+    assert [json.loads(g.text or "")["score"] for g in got] == [3, 3, 4, 1]
+    assert [g.outcome["score"][rule] for g in got] == [3.5, 3.5, 4.5, 1.5]
+    assert all(g.outcome["score"]["split"] for g in got)
+    whole = levels([{"score": 2}, {"score": 4}], rule)  # type: ignore[arg-type]
+    assert json.loads(whole.text or "") == {"score": 3} and not whole.outcome["score"]["split"]
+
+
+def test_a_saer_label_without_a_majority_is_the_median_label() -> None:
+    combine = AGGREGATORS["saer_list_label"].combine
+    assert AGGREGATORS["saer_list_label"].rules == ("median", "majority")
+    parse = parse_pointwise
+
+    def labels(*categories: str, flagged: tuple[tuple[int, ...], ...] = ()) -> list[Any]:
+        flags = flagged or tuple(() for _ in categories)
+        return [parse(format_list_label(c, f)) for c, f in zip(categories, flags, strict=True)]
+
+    for order in permutations(["Good Match", "Partial Match", "Poor Match"]):
+        got = combine(labels(*order), "median")
+        assert parse(got.text or "").category == "Partial Match"
+        assert got.outcome["category"] | {"votes": None} == {
+            "votes": None, "label": "Partial Match", "majority": False, "by": "median"
+        }  # fmt: skip
+        assert "median label" in (got.text or "")
+    # an even count: the lower (harsher) of the two middle labels
+    assert parse(combine(labels("Good Match", "Poor Match"), "median").text or "").category == "Poor Match"
+    assert parse(combine(labels("Partial Match", "Good Match"), "median").text or "").category == "Partial Match"
+    assert median_label(["Good Match", "Good Match", "Partial Match", "Poor Match"], LABELS_WORST_FIRST) == (
+        "Partial Match"
+    )
+    # a majority is the median, recorded as a majority
+    major = combine(labels("Poor Match", "Good Match", "Good Match"), "median")
+    assert parse(major.text or "").category == "Good Match" and major.outcome["category"]["by"] == "majority"
+    # the old rule is still there by name: no majority, no label
+    strict = combine(labels("Good Match", "Partial Match", "Poor Match"), "majority")
+    assert strict.text is None and strict.reason is not None and "no majority on the label" in strict.reason
+
+
+def test_flagged_items_still_need_a_strict_majority_whatever_the_label_rule() -> None:
+    combine = AGGREGATORS["saer_list_label"].combine
+    parse = parse_pointwise
+    values = [parse(format_list_label(c, f)) for c, f in
+              (("Good Match", (1, 3)), ("Partial Match", (3, 4)), ("Poor Match", (1,)))]  # fmt: skip
+    for rule in ("median", "majority"):
+        got = combine(values, rule)  # type: ignore[arg-type]
+        assert got.outcome["flagged_items"] == {"votes": {"1": 2, "3": 2, "4": 1}, "flagged": [1, 3]}
+    assert parse(combine(values, "median").text or "").flagged == (1, 3)
+    two = [parse(format_list_label(c, f)) for c, f in (("Good Match", (2,)), ("Poor Match", (2, 5)))]
+    assert parse(combine(two, "median").text or "").flagged == (2,)  # 2 of 2 flag item 2; 1 of 2 is no majority
 
 
 def test_a_protocol_takes_a_panel_unchanged(scripted_judge: Callable[..., Any], tmp_path: Path) -> None:

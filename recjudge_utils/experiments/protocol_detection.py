@@ -102,14 +102,14 @@ def sweep_judges(judge: Judge) -> _SimFactory:
 
 def panel_of(judge: Judge, members: Sequence[dict[str, float]]) -> PanelClient:
     """A panel profile of simulated judges with these error models (members named ``<judge>-1``, ...; scores by the
-    mean), opened like any panel in the chapter judge's run folder, cache and mode: its aggregation, quorum,
-    exclusions and each member's cache are the panel machinery's. A member with a study judge's error model and seed
-    answers as that judge does (the same cache key)."""
+    median level, a split taking the lower level), opened like any panel in the chapter judge's run folder, cache and
+    mode: its aggregation, quorum, exclusions and each member's cache are the panel machinery's. A member with a study
+    judge's error model and seed answers as that judge does (the same cache key)."""
     fields, options, _ = _derived(judge)
     spec = {
         "backend": "panel",
         "name": f"{fields['name']}-panel",
-        "aggregate": {"json_levels": "mean"},
+        "aggregate": {"json_levels": "median"},
         "members": [{**fields, "name": f"{fields['name']}-{k + 1}", "options": m} for k, m in enumerate(members)],
     }
     profile = load_profile(spec)

@@ -8,19 +8,37 @@ that a panel answered.
 =====================  ===========  ================================================================================
 ``answer_format``      rules        the panel's answer
 =====================  ===========  ================================================================================
-``json_levels``        mean/median  per field, the members' mean (or median) rounded half up to a level 1-5 (the
-                                    format holds integer levels; the exact value is kept in the judgment log)
+``json_levels``        median/mean  per field, a level 1-5 (the format holds integer levels): the median of the
+                                    members' levels, or their mean rounded to the nearest level; a value halfway
+                                    between two levels takes the lower one (:func:`nearest_level`). The unrounded
+                                    median or mean is kept in the outcome (and so in the judgment log)
 ``json_list_score``    mean/median  the members' mean (or median) score in [0, 1]
 ``arena_pairwise``     majority     per aspect and overall, the verdict a strict majority gave; else ``Tie``
-``saer_list_label``    majority     the label a strict majority gave, else no label (the judgment is unparsed with
-                                    the reason "no majority"); flagged items: those a strict majority flagged
+``saer_list_label``    median/      ``median``: the median label in the order Poor < Partial < Good Match (the
+                       majority     lower of the two middle labels for an even count), which is the majority label
+                                    whenever one exists; the outcome says whether it was a majority or only a
+                                    median. ``majority``: a strict majority, else no label (the judgment is
+                                    unparsed, "no majority"). Flagged items, either rule: those a strict majority
+                                    flagged
 ``saer_pairwise``      majority     the set a strict majority preferred, else ``Tie``
 =====================  ===========  ================================================================================
 
 A *strict majority* is more than half of the usable answers. With none (``A wins``, ``B wins``, ``Tie`` from three
-members; one each from two), a pairwise verdict is a tie and a label is "no majority", recorded as such in the
-outcome: never decided by the order in which the members are listed. Every outcome counts the votes in the
-format's own order of values, so nothing here depends on member order.
+members; one each from two), a pairwise verdict is a tie, recorded as such in the outcome: never decided by the order
+in which the members are listed. Every outcome counts the votes in the format's own order of values, so nothing here
+depends on member order.
+
+**Why ordered answers take the median, and why a split goes down.** Scores and SAER labels are ordered, so a median
+always exists where a majority often does not (Good, Partial and Poor from three members: no majority, median
+Partial), and dropping the lists without a majority would drop exactly the borderline ones (not missing at random).
+Rounding a mean half up, as the panel once did, sent every split of two members (3 and 4) up to 4, which is a
+serendipitous item for P_ser (score >= 4): an upward bias on exactly the undecided items. A value halfway between two
+levels (two members answering 3 and 4, or an even count whose middle levels differ) therefore takes the *lower* level,
+the lower-middle vote: it is a level a member gave, a split panel never makes an item serendipitous (or a list a
+better match) that half of it did not call so, and it is the rule SAER's own strict adjudication uses for two
+annotators who disagree (the harsher label). Round half to even would be unbiased on average over the scale but not
+at the threshold that matters (3.5 would still become 4). The unrounded median or mean stays in the outcome for
+anyone who wants the exact value.
 """
 
 from __future__ import annotations
@@ -35,7 +53,12 @@ from typing import Any, Literal
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, VERDICTS, format_absolute
 from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels
-from recjudge_utils.answer_formats.saer_fields import CATEGORIES, format_list_label, format_set_verdict
+from recjudge_utils.answer_formats.saer_fields import (
+    CATEGORIES,
+    LABELS_WORST_FIRST,
+    format_list_label,
+    format_set_verdict,
+)
 
 __all__ = [
     "AGGREGATORS",
@@ -44,6 +67,7 @@ __all__ = [
     "Rule",
     "aggregator",
     "central",
+    "median_label",
     "nearest_level",
     "strict_majority",
 ]
@@ -97,8 +121,10 @@ def central(values: Sequence[float], rule: Rule) -> float:
 
 
 def nearest_level(value: float, low: int = LEVELS[0], high: int = LEVELS[-1]) -> int:
-    """``value`` rounded half up (3.5 -> 4: a fixed rule, not a member's vote) and clipped to ``low..high``."""
-    return int(min(high, max(low, math.floor(value + 0.5))))
+    """The level nearest ``value``, clipped to ``low..high``; a value exactly halfway between two levels takes the
+    lower one (3.5 -> 3, 4.5 -> 4: the lower-middle vote, never an upward bias; the module's docstring says why). For
+    the median of integer levels this is the median when it is whole and the lower middle level otherwise."""
+    return int(min(high, max(low, math.ceil(value - 0.5))))
 
 
 def _tally_text(n: int, tally: Mapping[str, int]) -> str:
@@ -113,7 +139,8 @@ def _levels(values: Sequence[Any], rule: Rule) -> Aggregated:
         xs = [int(v[f]) for v in values]
         exact = central(xs, rule)
         levels[f] = nearest_level(exact)
-        outcome[f] = {"values": sorted(xs), rule: round(exact, 4), "level": levels[f]}
+        # split: the exact value lies halfway between two levels, and the lower one was taken
+        outcome[f] = {"values": sorted(xs), rule: round(exact, 4), "level": levels[f], "split": exact % 1 == 0.5}
     return Aggregated(format_levels(levels), outcome=outcome)
 
 
@@ -137,20 +164,41 @@ def _arena(values: Sequence[Any], rule: Rule) -> Aggregated:
     return Aggregated(json.dumps(answer), outcome=outcome)
 
 
+def median_label(votes: Sequence[str], worst_first: Sequence[str]) -> str:
+    """The median of ordered ``votes`` (at least one) in the order ``worst_first``: the middle vote for an odd count,
+    the lower (harsher) of the two middle votes for an even count. A label a strict majority gave is always the
+    median, so the median is the majority label whenever one exists."""
+    if not votes:
+        raise ValueError("no labels to aggregate")
+    rank = {label: i for i, label in enumerate(worst_first)}
+    ordered = sorted(votes, key=rank.__getitem__)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def _saer_label(values: Sequence[Any], rule: Rule) -> Aggregated:
     n = len(values)
-    winner, tally = strict_majority([v.category for v in values], CATEGORIES)
+    votes = [v.category for v in values]
+    winner, tally = strict_majority(votes, CATEGORIES)
     flags = Counter(k for v in values for k in set(v.flagged))
     flagged = tuple(sorted(k for k, c in flags.items() if 2 * c > n))
+    label = winner if rule == "majority" else median_label(votes, LABELS_WORST_FIRST)
     outcome = {
-        "category": {"votes": tally, "label": winner, "majority": winner is not None},
+        "category": {"votes": tally, "label": label, "majority": winner is not None,
+                     "by": "majority" if winner is not None else ("median" if label else None)},
         "flagged_items": {"votes": {str(k): flags[k] for k in sorted(flags)}, "flagged": list(flagged)},
-    }
-    if winner is None:
-        votes = ", ".join(f"{label} {count}" for label, count in tally.items())
-        return Aggregated(None, f"no majority on the label among {n} members ({votes})", outcome)
-    reasoning = f"The label a majority of the {_tally_text(n, tally)} gave; items a majority flagged."
-    return Aggregated(format_list_label(winner, flagged, reasoning), outcome=outcome)
+    }  # fmt: skip
+    if label is None:
+        votes_text = ", ".join(f"{lab} {count}" for lab, count in tally.items())
+        return Aggregated(None, f"no majority on the label among {n} members ({votes_text})", outcome)
+    if winner is not None:
+        reasoning = f"The label a majority of the {_tally_text(n, tally)} gave; items a majority flagged."
+    else:
+        middle = "middle label" if n % 2 else "lower of the two middle labels"
+        reasoning = (
+            f"No majority in the {_tally_text(n, tally)}: the median label (the {middle}, Poor < Partial < Good "
+            "Match); items a majority flagged."
+        )
+    return Aggregated(format_list_label(label, flagged, reasoning), outcome=outcome)
 
 
 def _saer_pairwise(values: Sequence[Any], rule: Rule) -> Aggregated:
@@ -168,10 +216,10 @@ def _saer_pairwise(values: Sequence[Any], rule: Rule) -> Aggregated:
 #: one aggregator per answer format (:data:`recjudge_utils.answer_formats.ANSWER_FORMATS`); a format without one cannot
 #: be judged by a panel (the judgment is unparsed, with that reason)
 AGGREGATORS: dict[str, Aggregator] = {
-    "json_levels": Aggregator("score", ("mean", "median"), _levels),
+    "json_levels": Aggregator("score", ("median", "mean"), _levels),
     "json_list_score": Aggregator("score", ("mean", "median"), _list_score),
     "arena_pairwise": Aggregator("verdict", ("majority",), _arena),
-    "saer_list_label": Aggregator("verdict", ("majority",), _saer_label),
+    "saer_list_label": Aggregator("verdict", ("median", "majority"), _saer_label),
     "saer_pairwise": Aggregator("verdict", ("majority",), _saer_pairwise),
 }
 

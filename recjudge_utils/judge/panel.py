@@ -19,9 +19,11 @@ logs is one record (as FastChat and Arena-Hard log one record per judgment) hold
   (``panel.excluded``) with its status and reason; it is never dropped silently;
 * fewer usable answers than ``min_members`` (default: a majority of the members): the judgment is unparsed (or an
   error, when no member got any answer) with the reason naming each excluded member;
-* categorical answers take a strict majority of the usable answers; with none, a pairwise verdict is a tie and a label
-  is "no majority" (the judgment is unparsed with that reason): never decided by member order;
-* scores take the mean or median.
+* pairwise verdicts take a strict majority of the usable answers; with none, the verdict is a tie: never decided by
+  member order;
+* ordered answers take their median: a five-level score the median of the members' levels (or, by choice, their
+  mean) and a SAER label the median label, which is the majority label whenever there is one; a value halfway
+  between two levels or labels takes the lower one (:mod:`recjudge_utils.judge.aggregation` says why).
 
 **The record.** Each judgment is one line of the run's ``judgments.jsonl`` (:class:`recjudge_utils.judge.records.
 JudgmentLog`): the panel's answer, status and reason, with ``members`` (each member's raw answer, parse status and

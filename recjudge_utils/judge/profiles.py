@@ -40,7 +40,8 @@ aggregates their answers (:mod:`recjudge_utils.judge.panel`)::
     name: panel-sim
     backend: panel
     members: [sim-a, judges/sim-b.yaml, {name: sim-c, backend: sim, options: {noise: 0.8, seed: 3}}]
-    aggregate: {json_levels: median}   # json_levels / json_list_score: mean | median; the rest: strict majority
+    aggregate: {json_levels: median}   # json_levels: median | mean; json_list_score: mean | median;
+                                       # saer_list_label: median | majority; the rest: strict majority
     min_members: 2                     # default: a majority of the members
 """
 
@@ -406,8 +407,10 @@ class PanelAggregate(_Strict):
     """How a panel combines its members' usable answers, per answer format (the ``answer_format`` of the prompt file;
     :mod:`recjudge_utils.judge.aggregation`). A member whose answer did not parse casts no vote."""
 
-    json_levels: Literal["mean", "median"] = Field(
-        "mean", description="five-level scores (the serendipity judge): the mean or median, rounded half up to a level"
+    json_levels: Literal["median", "mean"] = Field(
+        "median",
+        description="five-level scores (the serendipity judge): the median of the members' levels, or their mean "
+        "rounded to the nearest level; a value halfway between two levels takes the lower one",
     )
     json_list_score: Literal["mean", "median"] = Field(
         "mean", description="Arena's absolute list score in [0, 1]: the mean or median"
@@ -415,10 +418,11 @@ class PanelAggregate(_Strict):
     arena_pairwise: Literal["majority"] = Field(
         "majority", description="per aspect and overall: the verdict of a strict majority, else Tie (no majority)"
     )
-    saer_list_label: Literal["majority"] = Field(
-        "majority",
-        description="SAER's label: a strict majority, else the judgment is unparsed (no majority); flagged items: "
-        "those a strict majority flags",
+    saer_list_label: Literal["median", "majority"] = Field(
+        "median",
+        description="SAER's label: median, the median label (Poor < Partial < Good Match; the lower middle one for an "
+        "even count), the majority label whenever there is one; majority, a strict majority, else the judgment is "
+        "unparsed (no majority); flagged items: those a strict majority flags",
     )
     saer_pairwise: Literal["majority"] = Field(
         "majority", description="SAER's set verdict: a strict majority, else Tie (no majority)"
