@@ -3,7 +3,8 @@
 The package's percentile CIs (:func:`recjudge_utils.metrics.intervals.bootstrap_distribution`) pass a statistic
 with an ``axis`` keyword to ``scipy.stats.bootstrap`` as vectorised. This times both ways on the same resamples
 (checked equal first) for the statistics the chapters bootstrap most: the Arena's Q share over W/T/L outcomes, MAE
-over judged pairs, and a paired mean difference. Run: ``.venv/bin/python benchmarks/bench_bootstrap.py``.
+over judged pairs, a paired mean difference, and Kendall's tau between two measures' system means (chapter 7).
+Run: ``.venv/bin/python benchmarks/bench_bootstrap.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from recjudge_utils.metrics.intervals import bootstrap_distribution
 from recjudge_utils.metrics.judge_scores import _mean_abs_err
 from recjudge_utils.metrics.pairwise import _share_for_q
+from recjudge_utils.metrics.system_agreement import _resampled_tau
 
 N_BOOT, REPEATS = 2000, 5
 
@@ -36,6 +38,8 @@ def best_time(fn: Callable[[], Any]) -> float:
 
 def main() -> None:
     rng = np.random.default_rng(0)
+    taus_x = rng.normal(size=(100, 8)) + np.arange(8) * 0.1  # chapter 7: two measures' users x systems matrices
+    taus_y = taus_x + rng.normal(size=(100, 8))
     cases = {
         "Q share, 40 outcomes": ((rng.integers(-1, 2, 40),), _share_for_q),
         "MAE, 200 pairs": (
@@ -46,6 +50,7 @@ def main() -> None:
             (rng.normal(size=943), rng.normal(size=943)),
             lambda x, y, axis=-1: np.mean(x, axis=axis) - np.mean(y, axis=axis),
         ),
+        "tau of 8 systems, 100 users": ((np.arange(100),), _resampled_tau(taus_x, taus_y)),
     }
     print(f"{'statistic':<28} {'one at a time':>14} {'all at once':>12} {'ratio':>7}")
     for name, (arrays, statistic) in cases.items():

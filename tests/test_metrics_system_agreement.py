@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from recjudge_utils.metrics.system_agreement import kendall_tau, separated_pairs, system_means
+from recjudge_utils.metrics.intervals import bootstrap_distribution
+from recjudge_utils.metrics.system_agreement import (
+    kendall_tau,
+    mean_per_system,
+    separated_pairs,
+    system_means,
+    tau_b_rows,
+)
 
 
 def matrices(n_users: int = 40, noise: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +91,35 @@ def test_separated_pairs_follow_the_paired_ci() -> None:
     assert bool(got.loc[("a", "b"), "separated"]) and got.loc[("a", "b"), "difference"] > 0.8
     assert not bool(got.loc[("b", "c"), "separated"])
     assert len(got) == 3
+
+
+def test_tau_b_rows_is_scipys_tau_b_row_by_row_with_ties_and_missing_systems() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, (400, 6)).astype(float)  # few levels: many ties
+    b = rng.integers(0, 4, (400, 6)).astype(float)
+    a[rng.random(a.shape) < 0.15] = np.nan
+    b[rng.random(b.shape) < 0.15] = np.nan
+    got = tau_b_rows(a, b)
+    for row in range(len(a)):
+        ok = np.isfinite(a[row]) & np.isfinite(b[row])
+        x, y = a[row][ok], b[row][ok]
+        want = math.nan if ok.sum() < 2 or np.ptp(x) == 0 or np.ptp(y) == 0 else stats.kendalltau(x, y).statistic
+        assert got[row] == pytest.approx(want, abs=1e-12, nan_ok=True), row
+    assert np.isnan(got).any() and np.isfinite(got).sum() > 300  # both branches were exercised
+
+
+def test_the_bootstrap_of_tau_gives_what_one_scipy_call_per_resample_gave() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(25, 5)) + np.arange(5) * 0.3
+    y = x + rng.normal(size=(25, 5))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    got = kendall_tau(x, y, n_boot=300, seed=7)
+
+    def one_resample(rows: np.ndarray) -> float:  # no axis keyword: scipy hands it one resample at a time
+        ok = np.isfinite(mean_per_system(x[rows])) & np.isfinite(mean_per_system(y[rows]))
+        return float(stats.kendalltau(mean_per_system(x[rows])[ok], mean_per_system(y[rows])[ok]).statistic)
+
+    _, loop = bootstrap_distribution(np.arange(25), one_resample, n_boot=300, seed=7)
+    kept = loop[np.isfinite(loop)]
+    assert got.n_boot == len(kept) > 250
+    assert (got.low, got.high) == pytest.approx(tuple(np.quantile(kept, [0.025, 0.975])), abs=1e-12)

@@ -78,7 +78,7 @@ from recjudge_utils.metrics.rank_agreement import (
 )
 from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k, recall_at_k
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
-from recjudge_utils.metrics.system_agreement import Tau, kendall_tau, system_means
+from recjudge_utils.metrics.system_agreement import Tau, kendall_tau, mean_per_system, system_means
 from recjudge_utils.metrics.system_tests import DECISIONS, MIN_USERS, compare_systems
 from recjudge_utils.metrics.tournament import davidson_fit
 from recjudge_utils.paths import book_lists_dir, current_run_dir
@@ -674,13 +674,6 @@ def comparisons(
     return out[_TEST_COLUMNS]
 
 
-def _column_means(x: np.ndarray) -> np.ndarray:
-    """Each system's mean over the users with a value (NaN for none, without numpy's empty-slice warning)."""
-    ok = np.isfinite(x)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0)
-
-
 def _decided(separation: pd.DataFrame, measure: str) -> list[tuple[str, str]]:
     part = separation[(separation["measure"] == measure) & separation["separated"]]
     return [(r.a, r.b) if r.difference > 0 else (r.b, r.a) for r in part.itertuples(index=False)]
@@ -725,7 +718,7 @@ def statistics(
         )
         taus.append(
             {"a": a, "b": b, **tau.__dict__, "resamples": distinct_resamples(tau.n_users),
-             "tau_ap": tau_ap_symmetric(_column_means(x), _column_means(y)),
+             "tau_ap": tau_ap_symmetric(mean_per_system(x), mean_per_system(y)),
              "reliability_a": reliability[a], "reliability_b": reliability[b], "tau_decided": decided,
              "pairs_decided": n_decided, "claim": claim}
         )  # fmt: skip

@@ -21,6 +21,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.metrics.system_agreement import mean_per_system
 from recjudge_utils.metrics.system_tests import DECISIONS, Method, compare_systems
 
 __all__ = ["SwapRate", "discriminative_power", "swap_rate", "users_needed_curve"]
@@ -34,12 +35,6 @@ def discriminative_power(tests: pd.DataFrame) -> float:
     return float(tests["decision"].isin(DECISIONS[:2]).mean())
 
 
-def _column_means(x: np.ndarray) -> np.ndarray:
-    ok = np.isfinite(x)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0)
-
-
 @dataclass(frozen=True)
 class SwapRate:
     """Swaps over comparisons (pairs ordered in both halves, summed over the splits), and the users per half."""
@@ -51,7 +46,7 @@ class SwapRate:
 
 
 def _swaps(first: np.ndarray, second: np.ndarray, pairs: list[tuple[int, int]]) -> tuple[int, int]:
-    a, b = _column_means(first), _column_means(second)
+    a, b = mean_per_system(first), mean_per_system(second)
     swaps = comparisons = 0
     for i, j in pairs:
         da, db = a[i] - a[j], b[i] - b[j]

@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from recjudge_utils.metrics.system_agreement import mean_per_system, tau_b_rows
 
 __all__ = [
     "CLAIMS",
@@ -70,19 +71,6 @@ def tau_ap_symmetric(a: np.ndarray, b: np.ndarray) -> float:
     return 0.5 * (tau_ap(a, b) + tau_ap(b, a))
 
 
-def _means(x: np.ndarray) -> np.ndarray:
-    ok = np.isfinite(x)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0)
-
-
-def _tau_b(a: np.ndarray, b: np.ndarray) -> float:
-    ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 2 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
-        return math.nan
-    return float(stats.kendalltau(a[ok], b[ok]).statistic)
-
-
 @dataclass(frozen=True)
 class Reliability:
     """Split-half reliability: the mean tau-b between two halves over the splits with both rankings defined, its
@@ -103,11 +91,9 @@ def split_half_reliability(matrix: np.ndarray, n_splits: int = 200, seed: int = 
     if half < 2:
         return Reliability(math.nan, math.nan, math.nan, 0, half)
     rng = np.random.default_rng(seed)
-    taus = []
-    for _ in range(n_splits):
-        order = rng.permutation(x.shape[0])
-        taus.append(_tau_b(_means(x[order[:half]]), _means(x[order[half : 2 * half]])))
-    kept = np.array([t for t in taus if math.isfinite(t)])
+    orders = np.array([rng.permutation(x.shape[0]) for _ in range(n_splits)], dtype=np.intp).reshape(n_splits, -1)
+    taus = tau_b_rows(mean_per_system(x[orders[:, :half]]), mean_per_system(x[orders[:, half : 2 * half]]))
+    kept = taus[np.isfinite(taus)]
     if len(kept) == 0:
         return Reliability(math.nan, math.nan, math.nan, 0, half)
     low, high = np.quantile(kept, [0.025, 0.975])

@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ from scipy import stats
 from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval
 from recjudge_utils.metrics.pairwise import paired_difference
 
-__all__ = ["Tau", "kendall_tau", "separated_pairs", "system_means"]
+__all__ = ["Tau", "kendall_tau", "mean_per_system", "separated_pairs", "system_means", "tau_b_rows"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,35 @@ class Tau:
     n_boot: int  # resamples in which both rankings could be computed
 
 
-def _means(matrix: np.ndarray) -> np.ndarray:
-    counts = np.isfinite(matrix).sum(axis=0)
-    sums = np.where(np.isfinite(matrix), matrix, 0.0).sum(axis=0)
+def mean_per_system(matrix: np.ndarray) -> np.ndarray:
+    """Per system, the mean of its finite values over the users (axis -2: a stack of matrices gives a stack)."""
+    finite = np.isfinite(matrix)
+    counts = finite.sum(axis=-2)
+    sums = np.where(finite, matrix, 0.0).sum(axis=-2)
     with np.errstate(invalid="ignore", divide="ignore"):  # a system without a value has mean NaN
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def tau_b_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between ``a[..., :]`` and ``b[..., :]`` row by row (the last axis holds the systems), over the
+    systems finite in both: (concordant - discordant) / sqrt(pairs untied in a x pairs untied in b), the formula
+    ``scipy.stats.kendalltau`` computes (tested against it). NaN where fewer than two systems are left or a ranking
+    is constant. One array operation for every bootstrap resample at once, instead of a scipy call per resample:
+    chapter 7's statistics called it 63,000 times (36 s of a 63 s chapter)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    i, j = np.triu_indices(a.shape[-1], k=1)
+    with np.errstate(invalid="ignore"):
+        sign_a = np.sign(a[..., i] - a[..., j])  # NaN where a system is missing
+        sign_b = np.sign(b[..., i] - b[..., j])
+    valid = np.isfinite(sign_a) & np.isfinite(sign_b)
+    sign_a = np.where(valid, sign_a, 0.0)
+    sign_b = np.where(valid, sign_b, 0.0)
+    untied_a = (sign_a != 0).sum(axis=-1)
+    untied_b = (sign_b != 0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sign_a * sign_b).sum(axis=-1) / np.sqrt(untied_a * untied_b)
+    return np.where((untied_a > 0) & (untied_b > 0), tau, np.nan)
 
 
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
@@ -62,6 +87,17 @@ def _tau(a: np.ndarray, b: np.ndarray) -> float:
     if ok.sum() < 2 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0:
         return math.nan  # a constant ranking has no order to agree with
     return float(stats.kendalltau(a[ok], b[ok]).statistic)
+
+
+def _resampled_tau(x: np.ndarray, y: np.ndarray) -> Any:
+    """The bootstrap statistic of :func:`kendall_tau`: user indices in (one resample, or a stack of them along the
+    leading axes, which ``scipy.stats.bootstrap`` passes with ``axis=-1``), tau-b of the two measures' means out."""
+
+    def statistic(rows: np.ndarray, axis: int = -1) -> Any:
+        rows = np.moveaxis(np.asarray(rows, dtype=np.intp), axis, -1)
+        return tau_b_rows(mean_per_system(x[rows]), mean_per_system(y[rows]))
+
+    return statistic
 
 
 def system_means(
@@ -105,15 +141,13 @@ def kendall_tau(
     if x.shape != y.shape or x.ndim != 2:
         raise ValueError(f"kendall_tau needs two users x systems matrices of one shape, not {x.shape} and {y.shape}")
     n_users = x.shape[0]
-    mean_x, mean_y = _means(x), _means(y)
+    mean_x, mean_y = mean_per_system(x), mean_per_system(y)
     point = _tau(mean_x, mean_y)
     both = int((np.isfinite(mean_x) & np.isfinite(mean_y)).sum())
     if n_users < 2 or not math.isfinite(point):
         return Tau(point, math.nan, math.nan, both, n_users, 0)
     # resample user indices, so both matrices keep the same users in every resample
-    _, taus = bootstrap_distribution(
-        np.arange(n_users), lambda rows: _tau(_means(x[rows]), _means(y[rows])), n_boot=n_boot, seed=seed
-    )
+    _, taus = bootstrap_distribution(np.arange(n_users), _resampled_tau(x, y), n_boot=n_boot, seed=seed)
     kept = taus[np.isfinite(taus)]
     if len(kept) < 2:
         return Tau(point, math.nan, math.nan, both, n_users, len(kept))
