@@ -30,12 +30,12 @@ __all__ = [
 
 # 1,100  12.5  −0.010  -3  .5 is not written by the reporting layer; a thousands comma needs three digits after it
 _NUMBER = r"[−-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[−-]?\d+(?:\.\d+)?"
-_NUMBER_RE = re.compile(rf"(?<![\w.])(?:{_NUMBER})(?![\d])")
+_NUMBER_RE = re.compile(rf"(?<![\w.])(?:{_NUMBER})(?!\w)")
 _INTERVAL_RE = re.compile(rf"({_NUMBER})\s*%?\s*\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]")
 _COUNT_RE = re.compile(rf"({_NUMBER})\s+of\s+(?:the\s+)?({_NUMBER})\b")
 
-_HIGHER = r"higher|above|more|better|beats?|ahead|exceeds?|outscores?|larger|greater|best"
-_LOWER = r"lower|below|less|worse|behind|smaller|fewer"
+_HIGHER = r"higher|highest|above|more|better|beats?|ahead|exceeds?|outscores?|larger|greater|best"
+_LOWER = r"lower|lowest|below|less|worse|behind|smaller|fewer"
 _NEGATION = r"\b(?:cannot|can't|can ?not|not|no|never|neither|nor)\b"
 
 
@@ -73,10 +73,14 @@ def counts_in(text: str) -> list[tuple[int, int]]:
 
 
 def clauses(text: str) -> list[str]:
-    """``text`` cut at sentence and clause punctuation (``. ; :`` followed by a space or the end; not inside a number
-    such as ``12.5``), parenthesised asides kept as their own clauses."""
-    text = re.sub(r"\(([^()]*)\)", r"; \1; ", text)
+    """``text`` cut at sentence and clause punctuation: ``. ; :`` followed by a space or the end (not inside a number
+    such as ``12.5``)."""
     return [c.strip() for c in re.split(r"[.;:](?:\s+|$)", text) if c.strip()]
+
+
+def _negated(clause: str) -> bool:
+    """A negation word in ``clause`` outside its parenthesised asides ("(which does not prove there is none)")."""
+    return bool(re.search(_NEGATION, re.sub(r"\([^()]*\)", "", clause), re.I))
 
 
 def _names(name: str | Iterable[str]) -> str:
@@ -90,19 +94,19 @@ def says_higher(text: str, a: str | Iterable[str], b: str | Iterable[str]) -> bo
     na, nb = _names(a), _names(b)
     up = re.compile(rf"{na}.*?\b(?:{_HIGHER})\b.*?{nb}", re.I)
     down = re.compile(rf"{nb}.*?\b(?:{_LOWER})\b.*?{na}", re.I)
-    return any((up.search(c) or down.search(c)) and not re.search(_NEGATION, c, re.I) for c in clauses(text))
+    return any((up.search(c) or down.search(c)) and not _negated(c) for c in clauses(text))
 
 
 def affirms(text: str, pattern: str) -> bool:
     """Some clause of ``text`` matches the regular expression ``pattern`` (case-insensitive) and negates nothing: the
     sentence makes that claim (``affirms(s, "less than 95")`` for "covers less than 95 %")."""
-    return any(re.search(pattern, c, re.I) and not re.search(_NEGATION, c, re.I) for c in clauses(text))
+    return any(re.search(pattern, c, re.I) and not _negated(c) for c in clauses(text))
 
 
 def denies(text: str, pattern: str) -> bool:
     """Some clause of ``text`` matches ``pattern`` under a negation (``not``, ``cannot``, ``no``): the sentence declines
     that claim ("is not shown to cover less than 95 %")."""
-    return any(re.search(pattern, c, re.I) and re.search(_NEGATION, c, re.I) for c in clauses(text))
+    return any(re.search(pattern, c, re.I) and _negated(c) for c in clauses(text))
 
 
 def sentences(text: str) -> list[str]:

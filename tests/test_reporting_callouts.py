@@ -73,7 +73,8 @@ def test_stand_in_note_names_the_data_and_what_it_replaces() -> None:
     assert node["classes"] == ["note"]
     assert title(node) == "Stand-in data"
     body = node.astext()
-    assert "MovieLens-100K stands in here for SAER's e-commerce logs:" in body
+    assert "MovieLens-100K" in body and "SAER's e-commerce logs" in body  # the data and what it replaces
+    assert body.index("MovieLens-100K") < body.index("SAER's e-commerce logs")
     assert body.endswith("No searches.")
     assert "stands in here for the paper's data:" in callouts.stand_in_note("MovieLens-100K").text
 

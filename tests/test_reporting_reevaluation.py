@@ -10,6 +10,18 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+from claims import (
+    affirms,
+    clauses,
+    counts_in,
+    denies,
+    interval_after,
+    intervals_in,
+    numbers_in,
+    says_higher,
+    says_no_ranking,
+    says_overlap,
+)
 
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.experiments.reevaluation import ReevaluationConfig, ReevaluationRun
@@ -79,20 +91,26 @@ OVERLAPPING = summary(
 
 def test_takeaways_claim_a_lead_only_when_the_ci_separates_it() -> None:
     items = takeaways_items(constructed_run(SEPARATED))
-    assert "BPRMF has the highest Precision_acc@20, 9.00 [8.00, 10.00] %; its CI lies above every other" in items[0]
+    assert affirms(items[0], r"BPRMF.*highest Precision_acc@20")
+    assert interval_after(items[0], "Precision_acc@20") == (9.0, 8.0, 10.0)
+    assert says_higher(items[0], "its CI", "every other") and not says_no_ranking(items[0])  # a clear lead
     assert "BPRMF has the highest Precision_ser@20" in items[1] and "it leads" in items[1]
     assert items[2].startswith("BPRMF, KFN clear the random floor")  # both, in order, and no other RS
     # BPRMF's [2.6, 3.4] is the only Avg.Score CI wholly outside 2.1-2.4
-    assert "the CIs of 1 of 3 recommenders lie wholly outside that range" in items[3]
+    assert counts_in(items[3]) == [(1, 3)] and affirms(items[3], "outside")
+    assert numbers_in(items[3])[:5] == [20, 2.0, 3.0, 2.1, 2.4]  # Avg.Score@20: our span, the paper's
     assert len(items) == 4  # a capable (here: scripted) judge gets no judge takeaway
 
 
 def test_takeaways_say_the_run_cannot_rank_when_the_cis_overlap() -> None:
     items = takeaways_items(constructed_run(OVERLAPPING, judge="simulated judge (noise 0.8)"))
-    assert items[0].endswith("but its CI overlaps those of KFN, Random: this run cannot rank them.")
+    (overlap,) = [c for c in clauses(items[0]) if says_overlap(c)]
+    assert "KFN" in overlap and "Random" in overlap and says_no_ranking(items[0])
+    assert interval_after(items[0], "Precision_acc@20") == (5.0, 3.0, 7.0)
     assert "cannot rank" in items[1] and not any("leads" in item for item in items)
     assert items[2].startswith("No recommender's Precision_ser@20 CI lies above Random's")
-    assert items[3].endswith("every CI reaches into that range, so this run does not contradict it.")
+    assert denies(items[3], "contradict") and "outside" not in items[3] and not counts_in(items[3])
+    assert numbers_in(items[3])[:5] == [20, 2.2, 2.3, 2.1, 2.4]
     assert items[4].startswith("The serendipity columns are the simulated judge's")
 
 
@@ -102,7 +120,8 @@ def test_takeaways_without_cis_do_not_rank() -> None:
         frame[[f"{m}_lo", f"{m}_hi"]] = np.nan
     frame["users_judged"] = 1
     items = takeaways_items(constructed_run(frame, judge="embedded judge (SmolLM2-135M-Instruct)"))
-    assert "9.00 %, but with 1 judged user per recommender not every value has a CI" in items[1]
+    assert says_no_ranking(items[1]) and not intervals_in(items[1])
+    assert numbers_in(items[1]) == [20, 9.0, 1]  # Precision_ser@20 9.00 %, 1 judged user
     assert items[2].startswith("Random's Precision_ser@20 has no CI here")
     assert "Without CIs this run cannot say" in items[3]
     assert "judges close to randomly" in items[4]
@@ -173,8 +192,8 @@ def test_checks_and_judgment_text_are_markdown_sentences() -> None:
     run = constructed_run(SEPARATED, judgments=judgments)
     text = judgment_text(run)
     # three judged user-lists of 20 slots, three distinct pairs, one unparsed
-    assert "hold 60 slots; 3 distinct (user, item) pairs were judged, 57 judgments fewer" in text
-    assert "2 answers parsed and 1 did not" in text and "1: 0, 2: 1, 3: 0, 4: 0, 5: 1." in text
+    # 60 slots, 3 distinct pairs, 57 judgments fewer; 2 parsed, 1 not; per level 1-5: 0, 1, 0, 0, 1
+    assert numbers_in(text) == [60, 3, 57, 2, 1, 1, 0, 2, 1, 3, 0, 4, 0, 5, 1]
     bad = unparsed_judgments(run)
     assert bad is not None and "&lt;b&gt;not sure" in bad.to_html()
     assert unparsed_judgments(constructed_run(SEPARATED, judgments=judgments.iloc[:2])) is None
