@@ -317,3 +317,45 @@ def test_the_server_is_started_once_per_settings_even_from_many_threads(fake_lla
         assert len(fake_llama.read_text().splitlines()) == 1
     finally:
         got[0].stop()  # type: ignore[attr-defined]
+
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from recjudge_utils.judge.embedded_server import get_local_server
+    srv = get_local_server(**json.loads(sys.argv[1]))
+    print(json.dumps({"pid": srv.pid, "port": srv.port, "shared": srv.process is None}), flush=True)
+    srv.stop()  # a shared server is its owner's to stop: this must leave it running
+    """
+)
+
+
+def test_a_child_uses_the_server_its_parent_shares_and_never_stops_it(fake_llama: Path, tmp_path: Path) -> None:
+    settings = {"slots": 1, "n_ctx": 1024, "n_threads": 1, "log_dir": str(tmp_path)}
+    server = get_local_server(**settings)  # type: ignore[arg-type]
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+
+    def child(options: dict[str, object], shared: dict[str, str]) -> dict[str, object]:
+        env = {**os.environ, "PYTHONPATH": str(REPO), **shared}
+        done = subprocess.run(
+            [sys.executable, str(script), json.dumps(options)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    try:
+        shared = embedded_server.shared_server_environment(server)
+        starts = len(fake_llama.read_text().splitlines())
+        got = child(settings, shared)
+        assert got == {"pid": server.pid, "port": server.port, "shared": True}
+        assert server.alive() and len(fake_llama.read_text().splitlines()) == starts  # nothing started, nothing stopped
+        # other settings: a server of its own (the shared one would serve another context size)
+        other = child({**settings, "n_ctx": 2048}, shared)
+        assert other["pid"] != server.pid and other["shared"] is False
+        # a shared server that is gone: a server of its own, not an error
+        dead = json.loads(shared[embedded_server.SHARED_ENV]) | {"pid": 2**22 + 7, "port": 9}
+        alone = child(settings, {embedded_server.SHARED_ENV: json.dumps(dead)})
+        assert alone["pid"] != server.pid and alone["shared"] is False
+    finally:
+        server.stop()

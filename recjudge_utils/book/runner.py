@@ -594,6 +594,24 @@ def _notebook_parameters(
     return {name: value for name, value in wanted.items() if name in declared}
 
 
+def _shared_judge_server(profile: JudgeProfile, offline: bool) -> dict[str, str]:
+    """The environment that hands one embedded llama-server, started here, to every notebook of the run that judges
+    (it stops when this process exits): one model load per run instead of one per notebook, and one prompt cache, so
+    a template's few-shot prefix is evaluated once per run. Nothing for another backend, or offline."""
+    if offline or profile.backend != "embedded":
+        return {}
+    from recjudge_utils.judge.backends.embedded import EmbeddedBackend
+    from recjudge_utils.judge.embedded_server import shared_server_environment
+
+    try:
+        backend = profile.create_backend()
+        assert isinstance(backend, EmbeddedBackend)
+        return shared_server_environment(backend.server)
+    except (RuntimeError, OSError) as exc:  # no build, no model: each notebook reports it where it judges
+        print(f"the embedded judge's server could not be shared across the run: {exc}", flush=True)
+        return {}
+
+
 def _matching_plan(summary: dict[str, Any], profile: JudgeProfile, scale: str) -> dict[str, Any] | None:
     """The plan in ``runs/<run>/plan.json`` when it was made for this judge and scale; an older plan of another
     judge or scale would be shown beside the actual usage as if it were this run's."""
@@ -710,7 +728,8 @@ def run(
     env = {"RECJUDGE_RUN_DIR": str(folder), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env |= RunMode(offline=offline).environment()
     executed_one = force
-    with environment(env):
+    with environment(env), contextlib.ExitStack() as sharing:
+        shared = False
         for i, nb in enumerate(notebooks):
             params = params_of[nb]
             key = key_of(nb)
@@ -721,6 +740,9 @@ def run(
                 print(f"[{nb.name}] unchanged since it was executed: its executed copy is kept", flush=True)
                 continue
             executed_one = True
+            if not shared and JUDGE_PARAMETER in declared[nb]:
+                sharing.enter_context(environment(_shared_judge_server(profile, offline)))
+                shared = True
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
             print(f"[{nb.name}] running with {shown}", flush=True)
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)

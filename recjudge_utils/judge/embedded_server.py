@@ -61,6 +61,7 @@ __all__ = [
     "gguf_path",
     "running_server",
     "server_program",
+    "shared_server_environment",
     "start_server",
     "tokenizer_server",
 ]
@@ -70,6 +71,8 @@ LOCAL_MODEL_ALIAS = "smollm2-135m-instruct-q4_1"
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded llama.cpp)"
 #: a llama-server of one's own (a GPU build, a newer llama.cpp) instead of the cached build
 SERVER_ENV = "RECJUDGE_LLAMA_SERVER"
+#: a running llama-server a parent process shares with its children (:func:`shared_server_environment`)
+SHARED_ENV = "RECJUDGE_SHARED_LLAMA_SERVER"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -170,15 +173,25 @@ def _death_signal(parent: int) -> Any:
 
 @dataclass
 class LocalServer:
-    """A running server child process on loopback."""
+    """A running server on loopback: a child of this process (``process``), or one a parent process started and
+    shares (``shared_pid``; see :func:`shared_server_environment`), which this process uses but never stops."""
 
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | None
     port: int
     log_path: Path
     model_path: Path
     settings: dict[str, Any] = field(default_factory=dict)
     identity: str = ""
     props: dict[str, Any] = field(default_factory=dict)
+    shared_pid: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        if self.process is not None:
+            return self.process.pid
+        assert self.shared_pid is not None
+        return self.shared_pid
 
     @property
     def root_url(self) -> str:
@@ -197,7 +210,15 @@ class LocalServer:
 
     def alive(self) -> bool:
         """Whether the server process still runs."""
-        return self.process.poll() is None
+        if self.process is not None:
+            return self.process.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process: not the one shared with us
+            return False
+        return True
 
     def log_tail(self, n: int = 40) -> str:
         """The last ``n`` lines of the server's log (empty when unreadable)."""
@@ -228,8 +249,8 @@ class LocalServer:
         return out
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Terminate the server (kill it after ``timeout`` seconds)."""
-        if self.process.poll() is None:
+        """Terminate the server (kill it after ``timeout`` seconds); a shared server is its owner's to stop."""
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=timeout)
@@ -280,7 +301,7 @@ def _wait_ready(server: LocalServer, timeout: float, ready_path: str, name: str)
     while time.monotonic() < deadline:
         if not server.alive():
             raise RuntimeError(
-                f"{name} exited with code {server.process.returncode} before answering; "
+                f"{name} exited with code {server.process and server.process.returncode} before answering; "
                 f"log {server.log_path}:\n{server.log_tail()}"
             )
         try:
@@ -440,6 +461,10 @@ def get_local_server(
         model = gguf_path()
         program = server_program()
         assert program is not None
+        srv = _shared_server(settings, f"{gguf_identity(model)}:{program.identity}")
+        if srv is not None:
+            _servers[memo] = srv
+            return srv
         srv = start_server(
             _llama_server_cmd(program.path, model, settings),
             name="llama-server",
@@ -454,6 +479,52 @@ def get_local_server(
             srv.props = json.loads(resp.read())
         _servers[memo] = srv
         return srv
+
+
+def shared_server_environment(server: LocalServer) -> dict[str, str]:
+    """The environment that hands ``server`` to child processes (the book's notebook kernels): their
+    :func:`get_local_server` with the same settings uses it instead of starting a server of their own. One server
+    for a whole run keeps its prompt cache (``--cache-ram``) across notebooks: a template's ~3,000-token prefix is
+    evaluated once per run, not once per notebook, and no kernel waits for a model to load."""
+    shared = {
+        "pid": server.pid,
+        "port": server.port,
+        "settings": server.settings,
+        "identity": server.identity,
+        "log_path": str(server.log_path),
+        "model_path": str(server.model_path),
+    }
+    return {SHARED_ENV: json.dumps(shared, sort_keys=True)}
+
+
+def _shared_server(settings: dict[str, Any], identity: str) -> LocalServer | None:
+    """The server a parent shares through :data:`SHARED_ENV` when it has these settings and this identity (the same
+    model file and llama.cpp build this process would start) and answers ``/health``; else None."""
+    text = os.environ.get(SHARED_ENV)
+    if not text:
+        return None
+    try:
+        shared = json.loads(text)
+        srv = LocalServer(
+            process=None,
+            port=int(shared["port"]),
+            log_path=Path(shared["log_path"]),
+            model_path=Path(shared["model_path"]),
+            settings=dict(shared["settings"]),
+            identity=str(shared["identity"]),
+            shared_pid=int(shared["pid"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    if srv.settings != settings or srv.identity != identity or not srv.alive():
+        return None
+    try:
+        with urllib.request.urlopen(srv.root_url + "/health", timeout=5) as resp:
+            if resp.status != 200:
+                return None
+    except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
+        return None
+    return srv
 
 
 def running_server() -> LocalServer | None:
