@@ -138,4 +138,4 @@ def says_overlap(text: str) -> bool:
 
 def says_no_ranking(text: str) -> bool:
     """``text`` declines to rank or tell apart (``cannot rank``, ``cannot tell``, ``cannot order``, ``no ranking``)."""
-    return bool(re.search(r"\b(?:cannot|can't|can not)\s+(?:rank|tell|order|say)|\bno ranking\b", text, re.I))
+    return bool(re.search(r"\b(?:cannot|can't|can not)\s+(?:rank|tell|order|say|test)|\bno ranking\b", text, re.I))

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from claims import numbers_in
 from scipy import stats
 from sklearn.preprocessing import MinMaxScaler
 from statsmodels.stats.proportion import proportion_confint
@@ -131,8 +132,9 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
             assert r.value is not None and r.high is not None and r.low <= r.value + 1e-9 <= r.high + 2e-9
     assert len(run.items()["pairwise"]) == len(run.raw) == 4 * 6 * 2
     setup = report.setup_table(run).data.set_index("setting")["this run"]
-    assert setup["users per comparison"].startswith("6, drawn at random (seed 0) among the 12 users")
-    assert setup["history shown"] == "the 10 most recent training items by timestamp"
+    users, history = setup["users per comparison"], setup["history shown"]
+    assert numbers_in(users)[:3] == [6, 0, 12] and "random" in users  # 6 of the 12 users, seed 0
+    assert numbers_in(history) == [10] and "most recent" in history
     assert setup["orders"].startswith("both orders")
 
 

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from claims import numbers_in
 from scipy import stats
 from sklearn.metrics import confusion_matrix
 from test_protocol_pointwise_score import make_items, make_pairs
@@ -86,10 +87,7 @@ def test_judged_n_is_printed_beside_the_papers_with_the_pairs_left_out(selection
         sel = prompt_selection.run(scripted_judge(answer), selection.data, config)
         assert len(sel.eval_pairs) == (pool if n_pairs is None else n_pairs)
         head, why = report.sample_size_lines(sel)
-        assert (
-            head
-            == f"judged pairs: n = {len(sel.eval_pairs)}; the paper judged all 2,150 Serendipity-2018 pairs (Sec. 4.1)"
-        )
+        assert head.startswith("judged pairs") and numbers_in(head)[:2] == [len(sel.eval_pairs), 2150]  # the paper's
         assert f"has {len(pairs)} pairs; the {left_out} pairs of the " in why
         tail = "all of them judged" if n_pairs is None else f"of which a seeded sample of n_pairs = {n_pairs} is judged"
         assert f"{pool} remain, {tail}" in why

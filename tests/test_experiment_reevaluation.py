@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from claims import affirms, clauses, denies, says_higher, says_no_ranking, says_overlap
 
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments import reevaluation
@@ -254,7 +255,9 @@ def test_observations_follow_the_numbers():
         _summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)}),
         rho=accuracy_serendipity_rho(_summary({"bprmf": (9, 1, 2.3), "purs": (1, 9, 2.2), "random": (0.5, 0.8, 2.25)})),
     )
-    assert any("no single RS is best on every metric" in line for line in split)
+    # the paper's claim made, not declined: no RS is clearly best on every metric
+    assert any(denies(line, "best on every metric") and not says_no_ranking(line) for line in split)
+    assert not any(affirms(line, "best on every metric") for line in split)
     assert any("above Random's: PURS" in line for line in split)
 
 
@@ -262,8 +265,11 @@ def test_a_win_is_clear_only_above_every_other_rs_ci():
     summary = _summary({"bprmf": (9, 9, 2.0), "kfn": (7, 7, 2.0), "purs": (6, 6, 2.0)})
     summary.loc[summary["rs"] == "purs", ["p_ser_lo", "p_ser_hi"]] = [3.0, 9.0]  # below the runner-up, wide CI
     lines = observations(summary, rho=accuracy_serendipity_rho(summary))
-    assert "best on Precision_ser@k: BPRMF (its CI overlaps that of PURS: not a clear win)" in lines
-    assert "best on Precision_acc@k: BPRMF (its CI is above every other RS's CI)" in lines
+    (ser,) = [line for line in lines if line.startswith("best on Precision_ser@k:")]
+    (overlap,) = [c for c in clauses(ser) if says_overlap(c)]
+    assert "BPRMF" in ser and "PURS" in overlap and denies(ser, "clear")  # named best, but not a clear win
+    (acc,) = [line for line in lines if line.startswith("best on Precision_acc@k:")]
+    assert "BPRMF" in acc and says_higher(acc, "its CI", "every other") and not says_overlap(acc)
 
 
 def test_no_ci_prose_without_a_ci():
@@ -439,7 +445,7 @@ def test_few_shot_examples_are_chapter_1s_unless_they_cannot_be(scripted_judge, 
     pairs = labelled_pairs()
     ch1, record = chapter_1(scripted_judge, pairs, tmp_path / "selected.json")
     fresh = few_shot_examples(pairs, [1, 2], 10, 10, seed=0, record=tmp_path / "none.json")
-    assert fresh.origin == "fresh draw" and "chapter 1 has not run in this run" in fresh.why
+    assert fresh.origin == "fresh draw" and "chapter 1 has not run" in fresh.why
     assert not fresh.examples[["user", "item"]].equals(ch1.examples[["user", "item"]])  # so the test can fail
     got = few_shot_examples(pairs, [1, 2], 10, 10, seed=0, record=record)
     assert got.origin == "chapter 1" and got.line().startswith("few-shot examples: chapter 1's 10 (users ")
@@ -463,16 +469,13 @@ def test_few_shot_examples_are_chapter_1s_unless_they_cannot_be(scripted_judge, 
     ):
         assert reason in few_shot_examples(pairs, [1], *args, seed=0, record=record).why
     relabelled = SerendipityPairs(pairs.pairs, pairs.items, "other pairs", False, "test")
-    assert (
-        "chapter 1 drew them from toy pairs [STAND-IN]"
-        in few_shot_examples(relabelled, [1], 10, 10, 0, None, record).why
-    )
+    why = few_shot_examples(relabelled, [1], 10, 10, 0, None, record).why  # chapter 1's data, then this chapter's
+    assert "toy pairs [STAND-IN]" in why and why.index("toy pairs") < why.index("other pairs [STAND-IN]")
     changed = SerendipityPairs(pairs.pairs.assign(g=6 - pairs.pairs["g"]), pairs.items, "toy pairs", False, "test")
     assert "recorded g differs" in few_shot_examples(changed, [1], 10, 10, 0, None, record).why
     none = save_selected_template(None, tmp_path / "none-selected.json", reason="no parsed answer")
-    assert (
-        "chapter 1 selected no template (no parsed answer)" in few_shot_examples(pairs, [1], 10, 10, 0, None, none).why
-    )
+    why = few_shot_examples(pairs, [1], 10, 10, 0, None, none).why
+    assert "no template" in why and "(no parsed answer)" in why  # the reason chapter 1 recorded
 
 
 def test_chapter_2_judges_with_chapter_1s_examples(scripted_judge):

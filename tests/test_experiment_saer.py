@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from claims import about, counts_in, numbers_in
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 from test_protocol_saer import _toy_items, paper_table
@@ -220,9 +221,9 @@ def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge
     assert cp.loc[("adversarial", "v1"), "shots"] == 0 and cp.loc[("adversarial", "v1"), "copied"] == 0
     cons = run.position.loc["position consistency"]
     assert (cons["count"], cons["n"]) == (4, 4) and run.orders.loc["tie in both orders", "count"] == 4
-    text = run_notes(run).text
-    assert "Both presentation orders agreed for 4 of 4" in text
-    assert "4 of the consistent verdicts were 'Tie' in both orders" in text
+    notes = run_notes(run).text.splitlines()
+    assert counts_in(about(notes, "agreed")) == [(4, 4)]  # both orders agreed for 4 of 4 customers
+    assert numbers_in(about(notes, "'Tie'"))[0] == 4  # all 4 by answering Tie twice
 
 
 def test_run_on_amazon_format_files_uses_the_ecommerce_prompts(tmp_path, scripted_judge):
@@ -376,13 +377,15 @@ def test_an_llm_run_sees_the_whole_history_and_only_a_simulated_run_holds_out_th
     # the notebook's note comes from the run
     liked = sum(c.n_liked for c in llm.panel.contexts.values())
     llm_lines = context_note(llm).text.splitlines()
-    assert llm_lines[2].startswith("- Context: every item of each customer's 180-day window (`max_history=None`)")
+    assert "every item" in llm_lines[2] and "`max_history=None`" in llm_lines[2]  # the whole window, uncut
+    assert numbers_in(llm_lines[2])[0] == cfg.window_days == 180
     assert f"shown: {liked} of {liked} liked" in llm_lines[2]
     assert llm_lines[3].startswith("- Nothing held out")
     sim_note = context_note(simulated).text
     assert f"- Held-out future: each customer's last {saer.SIM_HELDOUT} " in sim_note
     cut = context_note(saer.run(scripted_judge(_always_set_1), ds, replace(cfg, max_history=2))).text
-    assert "the 2 newest liked and the 2 newest disliked" in cut
+    (line,) = [line for line in cut.splitlines() if "max_history=2" in line]
+    assert numbers_in(line)[:2] == [2, 2] and "liked" in line and "disliked" in line  # 2 of each per customer
 
 
 def test_config_checks_min_interactions_and_encoder():
