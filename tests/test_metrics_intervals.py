@@ -17,6 +17,7 @@ from recjudge_utils.metrics.intervals import (
     bootstrap_ci,
     bootstrap_distribution,
     bootstrap_mean_ci_rows,
+    cluster_groups,
     fisher_z_interval,
     percentile_interval,
     wilson,
@@ -172,3 +173,27 @@ def test_a_statistic_with_an_axis_gets_the_same_resamples_all_at_once() -> None:
         at_once = bootstrap_distribution(arrays, statistic, n_boot=500, seed=4)
         assert at_once[0] == pytest.approx(one_at_a_time[0])
         np.testing.assert_allclose(at_once[1], one_at_a_time[1], rtol=1e-12)
+
+
+def test_a_cluster_bootstrap_draws_whole_clusters() -> None:
+    """Every resample holds as many clusters as there are, each with all its rows (a cluster drawn twice: its rows
+    twice), never a cluster split; one cluster gives the point estimate back."""
+    values = np.arange(12, dtype=float)
+    clusters = [int(v) // 3 for v in values]  # four clusters of three rows
+    seen: list[np.ndarray] = []
+
+    def record(x: np.ndarray) -> float:
+        seen.append(x.copy())
+        return float(np.mean(x))
+
+    point, boots = bootstrap_distribution(values, record, n_boot=50, seed=4, clusters=clusters)
+    assert point == 5.5 and len(boots) == 50
+    for x in seen[1:]:  # the first call is the point estimate
+        counts = np.bincount(x.astype(int), minlength=12).reshape(4, 3)
+        assert len(x) == 12 and (counts == counts[:, :1]).all()  # each cluster 0, 1, 2 ... times, rows together
+    assert boots.tolist() == [float(np.mean(x)) for x in seen[1:]]
+    assert len({tuple(x) for x in seen[1:]}) > 10
+    assert (bootstrap_distribution(values, np.mean, n_boot=5, clusters=[0] * 12)[1] == 5.5).all()
+    with pytest.raises(ValueError, match="3 cluster ids for 12 rows"):
+        bootstrap_distribution(values, np.mean, clusters=[0, 1, 2])
+    assert [g.tolist() for g in cluster_groups(["b", "a", "b"])] == [[0, 2], [1]]

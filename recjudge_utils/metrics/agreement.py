@@ -4,9 +4,17 @@ A *labeler* is anything that assigns one label per case: a prompt version, a jud
 presentation order of a pairwise comparison, a human annotator. Two labelers are compared with
 raw agreement and Cohen's quadratic weighted kappa over a fixed ordinal label order
 (:func:`weighted_kappa`, the one kappa of two labelers in the package; :func:`weighted_kappa_ci` adds its CI, a
-percentile bootstrap over cases; :func:`agreement` gives both with their CIs). Three or more labelers of the same
-cases are compared with :func:`fleiss_kappa`. Missing labels (``None``/NaN, e.g. an unparsed judge answer) are
-never imputed: the case is left out of that comparison and ``n`` says how many remain.
+percentile bootstrap over cases; :func:`agreement` gives both with their CIs). Any number of labelers, with gaps, are
+compared with Krippendorff's alpha (:func:`krippendorff_alpha`, nominal, ordinal or interval; its CI
+:func:`krippendorff_alpha_ci`); :func:`fleiss_kappa` is Fleiss' nominal kappa for complete data. Missing labels
+(``None``/NaN, e.g. an unparsed judge answer) are never imputed: the case is left out of that comparison and ``n``
+says how many remain.
+
+Every CI here takes ``clusters`` (one id per case, aligned with the labels given): when one unit appears as several
+cases (the same (user, item) judged under several prompt templates), the bootstrap resamples the units, each with
+all its cases (:func:`~recjudge_utils.metrics.intervals.bootstrap_distribution`), not the cases one by one. A
+resample where the statistic is undefined (every label in it the same) is left out of the interval and counted in
+the result's ``dropped``, never silently.
 
 Adjudication rules from the SAER paper (Section 3.4):
 
@@ -44,13 +52,17 @@ POINTWISE_LABELS: tuple[str, ...] = ("Poor Match", "Partial Match", "Good Match"
 
 @dataclass(frozen=True)
 class Kappa:
-    """Quadratic weighted kappa on ``n`` cases with its bootstrap standard error and percentile CI."""
+    """A chance-corrected agreement (quadratic weighted kappa, Krippendorff's alpha) on ``n`` cases with its bootstrap
+    standard error and percentile CI; ``dropped``: the resamples where it was undefined, left out of both (out of
+    ``n_boot``; 0 and 0 when no bootstrap was run)."""
 
     value: float
     se: float
     low: float
     high: float
     n: int
+    dropped: int = 0
+    n_boot: int = 0
 
 
 @dataclass(frozen=True)
@@ -65,12 +77,37 @@ class Agreement:
     kappa_se: float = float("nan")
 
 
-def _paired(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> tuple[list[Any], list[Any]]:
-    a, b = list(a), list(b)
+def _kept(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[int]:
+    """The cases both labelers labelled."""
     if len(a) != len(b):
         raise ValueError(f"labelers must label the same cases: {len(a)} labels vs {len(b)} labels")
-    keep = [i for i in range(len(a)) if not (is_missing(a[i]) or is_missing(b[i]))]
+    return [i for i in range(len(a)) if not (is_missing(a[i]) or is_missing(b[i]))]
+
+
+def _paired(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> tuple[list[Any], list[Any]]:
+    a, b = list(a), list(b)
+    keep = _kept(a, b)
     return [a[i] for i in keep], [b[i] for i in keep]
+
+
+def _clusters_of(clusters: Sequence[Any] | None, keep: Sequence[int], n: int) -> list[Any] | None:
+    """The cluster ids of the cases kept (``clusters``: one per case given, None: no clusters)."""
+    if clusters is None:
+        return None
+    clusters = list(clusters)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster ids for {n} cases")
+    return [clusters[i] for i in keep]
+
+
+def _interval(value: float, n: int, boots: np.ndarray, ci: float) -> Kappa:
+    """``value`` with the percentile interval and SE of its finite resamples, and how many were not."""
+    nan, kept = float("nan"), boots[np.isfinite(boots)]
+    dropped = len(boots) - len(kept)
+    if not len(kept):
+        return Kappa(value, nan, nan, nan, n, dropped, len(boots))
+    low, high = percentile_interval(kept, ci)
+    return Kappa(value, float(np.std(kept)), low, high, n, dropped, len(boots))
 
 
 def _share_equal(p: np.ndarray, q: np.ndarray, axis: int = -1) -> Any:
@@ -126,11 +163,13 @@ def weighted_kappa_ci(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
+    clusters: Sequence[Any] | None = None,
 ) -> Kappa:
     """:func:`weighted_kappa` with its CI: the percentile bootstrap over cases, the one kappa CI of the book.
 
-    The cases both labelers labelled are resampled with replacement and kappa recomputed by the same formula; the SE
-    is the standard deviation of the resampled kappas, and resamples where kappa is undefined are left out. Why the
+    The cases both labelers labelled are resampled with replacement (``clusters``, one id per case given: the
+    clusters, each with all its cases) and kappa recomputed by the same formula; the SE is the standard deviation of
+    the resampled kappas, and resamples where kappa is undefined are left out and counted (``dropped``). Why the
     bootstrap rather than statsmodels' asymptotic standard error (``cohens_kappa``): the book compares labelers on
     small samples (tens of SAER users; a few hundred pairs, fewer once unparsed answers are dropped), where the
     normal approximation can put a bound outside [-1, 1] and has no SE at all for a table with an empty row; the
@@ -139,16 +178,15 @@ def weighted_kappa_ci(
     """
     x, y = _codes(a, b, labels)
     k, n = len(labels), len(x)
+    groups = _clusters_of(clusters, _kept(list(a), list(b)), len(a))
     value = _kappa_of_codes(x, y, k)
     nan = float("nan")
     if n < 2 or np.isnan(value):
         return Kappa(value, nan, nan, nan, n)
-    _, boots = bootstrap_distribution((x, y), lambda p, q: _kappa_of_codes(p, q, k), n_boot=n_boot, seed=seed)
-    boots = boots[np.isfinite(boots)]
-    if not len(boots):
-        return Kappa(value, nan, nan, nan, n)
-    low, high = percentile_interval(boots, ci)
-    return Kappa(value, float(np.std(boots)), low, high, n)
+    _, boots = bootstrap_distribution(
+        (x, y), lambda p, q: _kappa_of_codes(p, q, k), n_boot=n_boot, seed=seed, clusters=groups
+    )
+    return _interval(value, n, boots, ci)
 
 
 def raw_agreement(a: Sequence[Any], b: Sequence[Any]) -> float:
@@ -165,16 +203,37 @@ def agreement(
     labels: Sequence[Any],
     n_boot: int = 1000,
     seed: int = 0,
+    clusters: Sequence[Any] | None = None,
 ) -> Agreement:
-    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (the same cases resampled for both) and
-    kappa's bootstrap SE (:func:`weighted_kappa_ci`)."""
-    x, y = _codes(a, b, labels)
-    n = len(x)
+    """Raw agreement and quadratic kappa with percentile-bootstrap CIs (the same cases resampled for both; by
+    ``clusters`` when given) and kappa's bootstrap SE (:func:`weighted_kappa_ci`)."""
+    n = len(_codes(a, b, labels)[0])  # a label outside ``labels`` raises here
     if n == 0:
         return Agreement(0, float("nan"), float("nan"))
-    raw_pt, raw_lo, raw_hi = bootstrap_ci((x, y), _share_equal, n_boot=n_boot, seed=seed)
-    k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed)
+    raw_pt, raw_lo, raw_hi = raw_agreement_ci(a, b, n_boot=n_boot, seed=seed, clusters=clusters)
+    k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed, clusters=clusters)
     return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high), kappa_se=k.se)
+
+
+def raw_agreement_ci(
+    a: Sequence[Any],
+    b: Sequence[Any],
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+    clusters: Sequence[Any] | None = None,
+) -> tuple[float, float, float]:
+    """:func:`raw_agreement` with its percentile-bootstrap CI over the cases both labelled (by ``clusters`` when
+    given, one id per case): (share, low, high); NaN, NaN, NaN without a case. A share is defined in every resample,
+    so none is dropped."""
+    keep = _kept(list(a), list(b))
+    if not keep:
+        return float("nan"), float("nan"), float("nan")
+    x, y = _paired(a, b)
+    code = {v: i for i, v in enumerate(dict.fromkeys([*x, *y]))}
+    p, q = np.array([code[v] for v in x]), np.array([code[v] for v in y])
+    groups = _clusters_of(clusters, keep, len(a))
+    return bootstrap_ci((p, q), _share_equal, n_boot=n_boot, ci=ci, seed=seed, clusters=groups)
 
 
 def fleiss_kappa(labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any]) -> float:
@@ -211,31 +270,67 @@ def fleiss_kappa(labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any]
     return float((p_case.mean() - chance) / (1.0 - chance))
 
 
+#: the distance metrics of Krippendorff's alpha this module computes
+ALPHA_METRICS: tuple[str, ...] = ("nominal", "ordinal", "interval")
+
+
 def krippendorff_alpha(
     labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any], metric: str = "interval"
 ) -> tuple[float, np.ndarray]:
     """Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's alpha-reliability") of raters over cases,
     and the cases-by-labels count table it was computed from. A missing label (None/NaN) is left out and a case counts
-    once two raters labelled it. ``metric``: "nominal" (labels as categories) or "interval" (their positions in
-    ``labels`` as numbers: ordered, equally spaced levels). alpha = 1 - D_o / D_e, the disagreement within cases over
-    the disagreement of all labels paired at random; NaN when every label is the same. With every case labelled by all
-    raters, nominal alpha = 1 - (1 - Fleiss' kappa) (n - 1) / n, n the labels counted."""
+    once two raters labelled it. alpha = 1 - D_o / D_e, the disagreement within cases over the disagreement of all
+    labels paired at random; NaN when every label is the same. ``metric``, the squared distance delta^2(c, k) of two
+    labels:
+
+    * ``nominal``: 0 for the same label, else 1 (labels as categories). With every case labelled by all raters,
+      nominal alpha = 1 - (1 - Fleiss' kappa) (n - 1) / n, n the labels counted;
+    * ``ordinal``: labels ranked in the order of ``labels``, with no assumption on their spacing: delta(c, k) =
+      sum of n_g over the labels g from c to k, minus (n_c + n_k) / 2, n_g the number of pairable values with label
+      g (Krippendorff 2011). Two labels are as far apart as the values that lie between them, so a rarely
+      used middle label brings its neighbours close. Equivalently: the interval metric on the labels' mid-ranks;
+    * ``interval``: (position of c - position of k)^2, the positions in ``labels`` as numbers (ordered, equally
+      spaced levels).
+
+    Krippendorff's worked example with gaps (four observers, twelve units) gives 0.743 nominal, 0.815 ordinal and
+    0.849 interval.
+    """
+    counts, _ = _alpha_counts(labels_by_rater, labels)
+    return _alpha(counts, _checked(metric)), counts
+
+
+def _checked(metric: str) -> str:
+    if metric not in ALPHA_METRICS:
+        raise ValueError(f"Krippendorff's alpha: metric {metric!r} is not one of {', '.join(ALPHA_METRICS)}")
+    return metric
+
+
+def _alpha_counts(labels_by_rater: Sequence[Sequence[Any]], labels: Sequence[Any]) -> tuple[np.ndarray, list[int]]:
+    """The cases-by-labels count table of the cases two or more raters labelled, and those cases' positions."""
     code = {lab: i for i, lab in enumerate(labels)}
     cases = [[v for v in case if not is_missing(v)] for case in zip(*labels_by_rater, strict=True)]
     if unknown := {v for case in cases for v in case} - set(code):
         raise ValueError(f"Krippendorff's alpha: labels {sorted(map(str, unknown))} not in {list(labels)}")
-    cases = [[code[v] for v in case] for case in cases]
-    counts = np.array([np.bincount(c, minlength=len(code)) for c in cases if len(c) >= 2]).reshape(-1, len(code))
-    return _alpha(counts, metric), counts
+    kept = [i for i, c in enumerate(cases) if len(c) >= 2]
+    counts = np.array([np.bincount([code[v] for v in cases[i]], minlength=len(code)) for i in kept])
+    return counts.reshape(-1, len(code)), kept
+
+
+def _delta(total: np.ndarray, metric: str) -> np.ndarray:
+    """delta^2 between every two labels, from the labels' pairable totals (which only the ordinal metric reads)."""
+    if metric == "nominal":
+        return 1.0 - np.eye(len(total))
+    # ordinal: the mid-ranks, sum_{g <= c} n_g - n_c / 2; interval: the positions
+    position = np.cumsum(total) - total / 2.0 if metric == "ordinal" else np.arange(len(total), dtype=float)
+    return (position[:, None] - position[None, :]) ** 2
 
 
 def _alpha(counts: np.ndarray, metric: str) -> float:
-    k = np.arange(counts.shape[1], dtype=float)
-    delta = (k[:, None] - k[None, :]) ** 2 if metric == "interval" else 1.0 - np.eye(len(k))
     pairable, per_case = counts.sum(), counts.sum(axis=1)
-    total = counts.sum(axis=0)
+    total = counts.sum(axis=0).astype(float)
+    delta = _delta(total, metric)
     expected = total @ delta @ total / (pairable * (pairable - 1)) if pairable > 1 else 0.0
-    observed = np.sum(np.einsum("ck,kl,cl->c", counts, delta, counts) / (per_case - 1)) / max(pairable, 1)
+    observed = np.sum(((counts @ delta) * counts).sum(axis=1) / (per_case - 1)) / max(pairable, 1)
     return float(1.0 - observed / expected) if expected > 0 else float("nan")
 
 
@@ -246,17 +341,24 @@ def krippendorff_alpha_ci(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: int = 0,
+    clusters: Sequence[Any] | None = None,
 ) -> Kappa:
-    """:func:`krippendorff_alpha` with its percentile-bootstrap CI over cases (resamples where alpha is undefined left
-    out; SE: the resampled alphas' standard deviation), as :func:`weighted_kappa_ci` gives kappa's. ``n``: the cases
-    two or more raters labelled."""
-    value, counts = krippendorff_alpha(labels_by_rater, labels, metric)
+    """:func:`krippendorff_alpha` with its percentile-bootstrap CI over cases (SE: the resampled alphas' standard
+    deviation), as :func:`weighted_kappa_ci` gives kappa's. ``clusters`` (one id per case given, aligned with the
+    labels): resample the clusters, each with all its cases. The ordinal metric's distances are recomputed from each
+    resample's own totals, as the statistic defines them. A resample where alpha is undefined (one label only) is left
+    out of the interval and counted in ``dropped`` (of ``n_boot``). ``n``: the cases two or more raters labelled."""
+    counts, kept = _alpha_counts(labels_by_rater, labels)
+    metric = _checked(metric)
+    value = _alpha(counts, metric)
     nan, n = float("nan"), len(counts)
+    groups = _clusters_of(clusters, kept, len(next(iter(labels_by_rater), [])))
     if n < 2 or np.isnan(value):
         return Kappa(value, nan, nan, nan, n)
-    _, boots = bootstrap_distribution(np.arange(n), lambda rows: _alpha(counts[rows], metric), n_boot, seed)
-    low, high = percentile_interval(boots, ci)
-    return Kappa(value, float(np.nanstd(boots)), low, high, n)
+    _, boots = bootstrap_distribution(
+        np.arange(n), lambda rows: _alpha(counts[rows], metric), n_boot, seed, clusters=groups
+    )
+    return _interval(value, n, boots, ci)
 
 
 def strict_adjudicate(*labelers: Sequence[Any], order: Sequence[str] = POINTWISE_LABELS) -> list[Any]:

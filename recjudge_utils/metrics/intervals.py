@@ -3,7 +3,8 @@
 * :func:`bootstrap_ci`: the percentile bootstrap of any statistic (resampling rows, paired when several aligned
   arrays are given), on ``scipy.stats.bootstrap``; :func:`bootstrap_distribution` gives the resampled statistics
   themselves (for a standard error, or to drop undefined resamples) and :func:`percentile_interval` their central
-  interval;
+  interval; both take ``clusters`` for a cluster bootstrap (every row of a drawn cluster together: the same (user,
+  item) judged under several templates is one case, not several);
 * :func:`bootstrap_mean_ci_rows`: the same percentile bootstrap of the mean for many samples at once (rows of a
   matrix, each resampled on its own), for Monte Carlo studies of the interval itself;
 * :func:`wilson`: the Wilson score interval of a proportion (statsmodels' ``proportion_confint``), the right
@@ -29,6 +30,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_distribution",
     "bootstrap_mean_ci_rows",
+    "cluster_groups",
     "fisher_z_interval",
     "make_rng",
     "percentile_interval",
@@ -71,15 +73,63 @@ def _takes_axis(statistic: Callable[..., Any]) -> bool:
         return False
 
 
+def cluster_groups(clusters: Sequence[Any] | np.ndarray) -> list[np.ndarray]:
+    """The row indices of each cluster, clusters in the order they first appear (``clusters``: one id per row, any
+    hashable values: a (user, item) tuple, a user id)."""
+    groups: dict[Any, list[int]] = {}
+    for row, cluster in enumerate(clusters):
+        groups.setdefault(cluster, []).append(row)
+    return [np.asarray(rows, dtype=np.intp) for rows in groups.values()]
+
+
+def _cluster_resamples(
+    groups: Sequence[np.ndarray], n_boot: int, rng: np.random.Generator | np.random.RandomState
+) -> list[np.ndarray]:
+    """``n_boot`` resamples of rows: each draws as many clusters as there are, with replacement, and takes every row
+    of each drawn cluster (a cluster drawn twice brings its rows twice)."""
+    k = len(groups)
+    draws = rng.integers(0, k, (n_boot, k)) if isinstance(rng, np.random.Generator) else rng.randint(0, k, (n_boot, k))
+    order = np.concatenate(groups)
+    sizes = np.array([len(g) for g in groups], dtype=np.intp)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    out = []
+    for drawn in draws:
+        lengths = sizes[drawn]
+        # the rows of the drawn clusters, one after the other: each cluster's start, then 0, 1, ... within it
+        within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out.append(order[np.repeat(starts[drawn], lengths) + within])
+    return out
+
+
 def bootstrap_distribution(
-    values: _Values, statistic: Callable[..., float] = np.mean, n_boot: int = 2000, seed: Seed = 0
+    values: _Values,
+    statistic: Callable[..., float] = np.mean,
+    n_boot: int = 2000,
+    seed: Seed = 0,
+    clusters: Sequence[Any] | np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """(point estimate, ``n_boot`` resampled statistics): rows drawn with replacement by ``scipy.stats.bootstrap``,
     aligned arrays together (a paired bootstrap), each resample passed positionally to ``statistic``. A single row
     gives ``n_boot`` copies of the point estimate. A ``statistic`` with an ``axis`` keyword gets all resamples at
-    once (``vectorized``); the resamples are the same either way."""
+    once (``vectorized``); the resamples are the same either way.
+
+    ``clusters`` (one id per row): a cluster bootstrap instead, for rows that are not independent (the same (user,
+    item) judged under several prompt templates): each resample draws as many clusters as there are, with
+    replacement, and takes every row of each drawn cluster, so rows of one cluster are never split between resamples
+    (Davison & Hinkley 1997 on hierarchical data: resample the clusters, each kept whole). Resampling such rows one
+    by one treats k copies of a case as k independent cases and gives intervals too narrow. One cluster gives
+    ``n_boot`` copies of the point estimate.
+    """
     arrays = _as_arrays(values)
     point = float(statistic(*arrays))
+    if clusters is not None:
+        if len(clusters) != len(arrays[0]):
+            raise ValueError(f"the bootstrap: {len(clusters)} cluster ids for {len(arrays[0])} rows")
+        groups = cluster_groups(clusters)
+        if len(groups) < 2:
+            return point, np.full(n_boot, point)
+        resamples = _cluster_resamples(groups, n_boot, make_rng(seed))
+        return point, np.array([float(statistic(*(a[rows] for a in arrays))) for rows in resamples], dtype=float)
     if len(arrays[0]) < 2:
         return point, np.full(n_boot, point)
     with warnings.catch_warnings():
@@ -104,14 +154,16 @@ def bootstrap_ci(
     n_boot: int = 2000,
     ci: float = 0.95,
     seed: Seed = 0,
+    clusters: Sequence[Any] | np.ndarray | None = None,
 ) -> tuple[float, float, float]:
     """Percentile bootstrap: returns (point estimate, low, high).
 
     ``values`` is one 1-D array, or a tuple of aligned arrays that are resampled together
-    (rows stay paired) and passed positionally to ``statistic``. Resamples whose statistic is undefined (NaN) are
-    left out of the quantiles.
+    (rows stay paired) and passed positionally to ``statistic``; ``clusters`` as in :func:`bootstrap_distribution`.
+    Resamples whose statistic is undefined (NaN) are left out of the quantiles (:func:`bootstrap_distribution` gives
+    them, for a caller that reports how many).
     """
-    point, boots = bootstrap_distribution(values, statistic, n_boot, seed)
+    point, boots = bootstrap_distribution(values, statistic, n_boot, seed, clusters)
     return (point, *percentile_interval(boots, ci))
 
 
