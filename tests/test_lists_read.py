@@ -113,11 +113,9 @@ def test_trec_is_ordered_by_score_and_its_rank_column_ignored() -> None:
     assert "1 Q0 12 2 0.8 bprmf" in trec_text("bprmf")
     assert got.systems["bprmf"].lists[1][:3] == [10, 11, 12]
     assert got.systems["pop"].lists[4][:2] == [12, 13]
-    assert got.notes == (
-        "ranks derived from scores (descending; ties broken by item id): 1 tie in bprmf, 2 ties in pop",
-        "TREC runs ordered by their score column, their rank column ignored (as trec_eval and ranx do): "
-        "bprmf.trec, pop.trec",
-    )
+    ties, trec = got.notes
+    assert "by item id" in ties and ties.endswith(": 1 tie in bprmf, 2 ties in pop")  # the rule, the count per run
+    assert "rank column ignored" in trec and trec.endswith(": bprmf.trec, pop.trec")
 
 
 def test_ties_count_only_where_they_decide_the_kept_top_k() -> None:
@@ -173,9 +171,9 @@ def test_unknown_user_ids(tmp_path: Path) -> None:
     with pytest.raises(ListFormatError) as error:
         read(path, users=[1, 2, 3])
     message = str(error.value)
-    assert message.startswith(f"{path.resolve()}: line 16: 1 unknown user id (not among the dataset's 3 users; on 5")
-    assert "first five: 4;" in message
-    assert "ids must be the dataset's own integer ids, as in the exported split" in message
+    assert message.startswith(f"{path.resolve()}: line 16: 1 unknown user id")  # file, first line, count, field
+    assert "3 users" in message and "on 5 lines" in message and "first five: 4;" in message
+    assert "the dataset's own integer ids" in message  # what an id must be
 
 
 def test_unknown_item_ids_count_and_first_five_in_file_order(tmp_path: Path) -> None:
@@ -228,7 +226,8 @@ def test_short_list_refused_unless_allowed(tmp_path: Path) -> None:
     assert got.systems["bprmf"].short_users == (2,)
     assert got.systems["bprmf"].lists[2] == [15, 16, 17, 18]
     assert got.report()["short_lists"].tolist() == [1]
-    assert "lists shorter than 5 kept (allow_short=True): 1 in bprmf" in got.notes
+    (short,) = [note for note in got.notes if "allow_short=True" in note]
+    assert "shorter than 5" in short and short.endswith(": 1 in bprmf")
     assert read(path, top_k=4).systems["bprmf"].short_users == ()
 
 
@@ -262,7 +261,8 @@ def test_missing_column_lists_the_accepted_names(tmp_path: Path) -> None:
     with pytest.raises(ListFormatError) as error:
         read(path, top_k=1)
     message = str(error.value)
-    assert f"{path.resolve()}: line 1: missing an item column (one of item, item_id, itemID, iid)" in message
+    assert message.startswith(f"{path.resolve()}: line 1: ") and "item column" in message
+    assert "(one of item, item_id, itemID, iid)" in message  # the names accepted
     assert "the columns are 'user', 'product', 'score'" in message
     path = write(tmp_path / "t.csv", "user,item\n1,10\n")
     with pytest.raises(ListFormatError, match=r"a rank column \(rank\) or a score column \(one of score, prediction"):
@@ -291,8 +291,8 @@ def test_two_files_claiming_one_system_name(tmp_path: Path) -> None:
     with pytest.raises(ListFormatError) as error:
         read([first, second], top_k=1)
     message = str(error.value)
-    assert f"{first.resolve()} and {second.resolve()} both name the system 'bprmf' (a file is named by" in message
-    assert "rename a file or change its tag / system value" in message
+    assert f"{first.resolve()} and {second.resolve()} both name" in message and "'bprmf'" in message
+    assert "rename a file" in message  # the way out
     # the same stem in two folders
     with pytest.raises(ListFormatError, match=r"lenskit/bprmf\.csv and .*msrecommenders/bprmf\.csv both name"):
         read([FIXTURES / "lenskit" / "bprmf.csv", FIXTURES / "msrecommenders" / "bprmf.csv"])
@@ -368,7 +368,8 @@ def test_seen_items_kept_or_dropped() -> None:
     assert [kept.systems[s].seen_items for s in ("bprmf", "pop")] == [1, 1]
     assert kept.systems["bprmf"].lists[1] == [10, 11, 12, 13]
     assert kept.report()["seen"].tolist() == ["kept", "kept"]
-    assert "list entries in the top 4 that the user already has in train (kept): 1 in bprmf, 1 in pop" in kept.notes
+    (seen,) = [note for note in kept.notes if "in train" in note]
+    assert "top 4" in seen and "(kept)" in seen and seen.endswith(": 1 in bprmf, 1 in pop")
 
     dropped = read(FIXTURES / "elliot", top_k=4, train=TRAIN, seen="drop", allow_short=True)
     assert [dropped.systems[s].seen_items for s in ("bprmf", "pop")] == [1, 1]  # same count: it describes the system
@@ -416,7 +417,8 @@ def test_system_names(tmp_path: Path) -> None:
     write(tmp_path / "plain.csv", "userID,itemID,prediction\n1,10,0.5\n")
     got = read(tmp_path, top_k=1)
     assert list(got.systems) == ["lenskit-itemknn", "BPR", "plain", "ease", "bprmf", "run2"]
-    assert "several system names inside one file, so named after the file: run2.trec (2 tags)" in got.notes
+    (named,) = [note for note in got.notes if "named after the file" in note]
+    assert named.endswith(": run2.trec (2 tags)")  # the file, and why
 
 
 def test_folder_glob_and_sequence_sources(tmp_path: Path) -> None:
