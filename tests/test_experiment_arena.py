@@ -121,9 +121,11 @@ def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judg
     _ci_holds(run.consistency, "consistency", "consistency_lo", "consistency_hi")
     assert run.correlation["r"].tolist() == pytest.approx([0.7749827960164102, 0.9290269772692432])
     sep = run.separation.set_index("measure")
-    assert sep["difference"].tolist() == pytest.approx([0.004861111111111094, -0.06666666666666671, -0.2])
-    assert sep["low"].tolist() == pytest.approx([-0.11736111111111108, -1 / 3, -0.6])
+    # Q by its share s = Q / (1 + Q): bprmf 0.4 / 1.4 = 2/7 minus random 0.6 / 1.6 = 3/8 (no resample dropped)
+    assert sep["difference"].tolist() == pytest.approx([0.004861111111111094, -0.06666666666666671, 2 / 7 - 3 / 8])
+    assert sep["low"].tolist() == pytest.approx([-0.11736111111111108, -1 / 3, -0.2777777777777778])
     assert sep["high"].tolist() == pytest.approx([0.125, 0.16749999999999557, 0.0])
+    assert sep.index[-1] == arena.Q_SHARE_MEASURE
     _ci_holds(run.separation, "difference", "low", "high")
     results = run.results()
     assert len(results) == 28

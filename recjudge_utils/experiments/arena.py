@@ -46,7 +46,7 @@ from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics.correlation import pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table, pearson
-from recjudge_utils.metrics.pairwise import paired_difference, q_from_codes, wtl_summary
+from recjudge_utils.metrics.pairwise import paired_difference, q_share, wtl_summary
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
@@ -60,6 +60,7 @@ from recjudge_utils.splitting.temporal import split_last_n
 
 __all__ = [
     "PAPER_NAMES",
+    "Q_SHARE_MEASURE",
     "ArenaConfig",
     "ArenaPanel",
     "ArenaRun",
@@ -79,6 +80,8 @@ __all__ = [
 _DEFAULT_RECOMMENDERS = ("fm", "minilm-content", "lightgcn", "sasrec", "deepfm")
 #: our model -> the paper's row it stands in for (MiniLM-content stands in for the news model NRMS)
 PAPER_NAMES = {"fm": "FM", "minilm-content": "NRMS", "lightgcn": "LightGCN", "sasrec": "SASRec", "deepfm": "DeepFM"}
+#: how the separation table names Q's comparison: the difference of Q's shares s = Q / (1 + Q) (:func:`separation`)
+Q_SHARE_MEASURE = "Q vs baseline, as its share Q / (1 + Q)"
 
 
 @dataclass(frozen=True)
@@ -448,7 +451,9 @@ def separation(
     For each measure: the difference (first minus second), its 95% CI over users, and the standardised gap
     |difference| / bootstrap SE. AUC pairs the models' per-user AUCs (all evaluated users); the absolute score
     pairs the judged users' scores; Q compares each model's outcome against the baseline per judged user
-    (``outcomes``: one source's vs-baseline rows).
+    (``outcomes``: one source's vs-baseline rows) through Q's share s = (W+T)/(W+L+2T) = Q / (1 + Q)
+    (:func:`~recjudge_utils.metrics.pairwise.q_share`), which orders the two as Q does and, unlike a difference of
+    Q, is defined on every resample: no resample is dropped.
     """
     x, y = pair
     rows = []
@@ -468,9 +473,11 @@ def separation(
     if x in per and y in per:
         ox = per[x].map(code).to_numpy(dtype=float)
         oy = per[y].map(code).to_numpy(dtype=float)
-        d = paired_difference(ox, oy, statistic=q_from_codes, n_boot=n_boot, seed=seed)
+        # Q's share s = Q / (1 + Q), not Q: a difference of Q is infinite, and its resample dropped, wherever one
+        # side has only wins; s is defined on every resample and orders the two as Q does
+        d = paired_difference(ox, oy, statistic=q_share, n_boot=n_boot, seed=seed)
         n_both = int((np.isfinite(ox) & np.isfinite(oy)).sum())
-        rows.append(("Q vs baseline", d.point, d.low, d.high, d.standardised, n_both))
+        rows.append((Q_SHARE_MEASURE, d.point, d.low, d.high, d.standardised, n_both))
     return pd.DataFrame(rows, columns=["measure", "difference", "low", "high", "standardised_gap", "n_users"])
 
 

@@ -9,7 +9,12 @@ Outcomes are stated for the recommender under test, ``x``, against ``y``: ``"win
   same rule merges human annotators in SAER (its "conservative" pairwise rule).
 * **Q** (RecSys Arena): ``Q = (N_win + N_tie) / (N_lose + N_tie)``. When the denominator is 0 and the
   numerator is not (only wins), Q is ``inf``; with no outcomes at all it is ``nan``. This is the one
-  definition used everywhere (tables, CIs, differences).
+  definition used everywhere (tables, CIs).
+* **Q's share** (:func:`q_share`): ``s = (N_win + N_tie) / (N_win + N_lose + 2 N_tie)``, so ``Q = s / (1 - s)``, a
+  monotone map: s orders recommenders exactly as Q does, lies in [0, 1] and is defined whenever one outcome is. Q's
+  CI is the percentile bootstrap of s mapped to Q, and two recommenders' Q are compared by the difference of their
+  shares, whose bootstrap never meets an infinite Q (a difference of two Q drops every resample where one side has
+  only wins).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "paired_difference",
     "position_consistency",
     "q_from_codes",
+    "q_share",
     "q_value",
     "wtl_summary",
 ]
@@ -109,13 +115,17 @@ def q_from_codes(codes: np.ndarray) -> float:
     return q_value(float(np.sum(codes == 1)), float(np.sum(codes == 0)), float(np.sum(codes == -1)))
 
 
-def _share_for_q(codes: np.ndarray, axis: int = -1) -> Any:
-    """(W+T)/(W+L+2T) along ``axis`` (NaN where nothing was judged): Q = s / (1 - s), a monotone map, so
-    percentile CIs carry over to Q."""
+def q_share(codes: np.ndarray, axis: int = -1) -> Any:
+    """Q's share (W+T)/(W+L+2T) of outcome codes (1 win, 0 tie, -1 lose) along ``axis`` (NaN where nothing was
+    judged): Q = s / (1 - s), a monotone map, so percentile CIs carry over to Q and s orders systems as Q does; 1
+    where Q is infinite (only wins), 0 where Q is 0 (only losses)."""
     w, t, lo = (np.sum(codes == c, axis=axis) for c in (1, 0, -1))
     den = w + lo + 2 * t
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, (w + t) / np.where(den > 0, den, 1), np.nan)
+
+
+_share_for_q = q_share  # the name the vectorised-bootstrap tests know
 
 
 def _q_from_share(s: float) -> float:
@@ -148,12 +158,16 @@ def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: 
 
 @dataclass(frozen=True)
 class Difference:
-    """A paired difference (first minus second) with its percentile-bootstrap CI and ``|point| / SE``."""
+    """A paired difference (first minus second) with its percentile-bootstrap CI and ``|point| / SE``; ``dropped``:
+    the resamples (of ``n_boot``) whose difference was not finite, left out of the CI and the SE (0 for a statistic
+    defined on every resample, as a mean or :func:`q_share` is)."""
 
     point: float
     low: float
     high: float
     standardised: float
+    dropped: int = 0
+    n_boot: int = 0
 
 
 def paired_difference(
@@ -166,8 +180,9 @@ def paired_difference(
 ) -> Difference:
     """``statistic(a) - statistic(b)`` over paired units (rows resampled together), with a percentile bootstrap CI.
 
-    Pairs with a non-finite value are dropped; resamples whose difference is not finite (e.g. Q = inf on both
-    sides) are left out of the CI. Fewer than two pairs give NaN.
+    Pairs with a non-finite value are dropped; resamples whose difference is not finite (a statistic undefined or
+    infinite on a resample) are left out of the CI and counted in ``dropped``. Compare Q through :func:`q_share`,
+    which no resample leaves undefined, not through Q itself. Fewer than two pairs give NaN.
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ok = np.isfinite(a) & np.isfinite(b)
@@ -185,10 +200,11 @@ def paired_difference(
             return statistic(x) - statistic(y)
 
     point, boots = bootstrap_distribution((a, b), difference, n_boot=n_boot, seed=seed)
-    boots = boots[np.isfinite(boots)]
-    if not np.isfinite(point) or len(boots) < 2:
-        return Difference(point, nan, nan, nan)
-    se = float(np.std(boots))
-    lo, hi = percentile_interval(boots, ci)
+    kept = boots[np.isfinite(boots)]
+    dropped = len(boots) - len(kept)
+    if not np.isfinite(point) or len(kept) < 2:
+        return Difference(point, nan, nan, nan, dropped, len(boots))
+    se = float(np.std(kept))
+    lo, hi = percentile_interval(kept, ci)
     std = abs(point) / se if se > 0 else (float("inf") if point != 0 else nan)
-    return Difference(float(point), lo, hi, std)
+    return Difference(float(point), lo, hi, std, dropped, len(boots))
