@@ -20,6 +20,7 @@ __all__ = [
     "has_number",
     "interval_after",
     "intervals_in",
+    "markdown_table",
     "numbers_in",
     "says_apart",
     "says_higher",
@@ -120,6 +121,23 @@ def about(items: Iterable[str], *words: str) -> str:
     found = [t for t in items if all(w in t for w in words)]
     assert len(found) == 1, f"{len(found)} items contain {words}: {found}"
     return found[0]
+
+
+def markdown_table(text: str, first_header: str) -> dict[str, dict[str, str]]:
+    """The Markdown table in ``text`` whose header row starts with ``first_header``: each row's cells by header, keyed
+    by the row's first cell (an escaped ``\\|`` stays inside its cell)."""
+    lines = text.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |")]
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+    header, rows = cells(lines[start]), []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(cells(line))
+    return {row[0]: dict(zip(header, row, strict=True)) for row in rows}
 
 
 def says_apart(text: str) -> bool:
