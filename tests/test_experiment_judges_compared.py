@@ -1,5 +1,7 @@
 """Chapter 6's numbers: runs read back with their manifest's judge, the agreement between judges on the items both
-labelled (checked against scikit-learn and statsmodels), the headline measures in order, and each run's health."""
+labelled (Krippendorff's alpha, checked against the krippendorff package; kappa with g against scikit-learn), the
+bootstrap over (user, item) pairs where templates repeat them, the headline measures in order, and each run's
+health."""
 
 from __future__ import annotations
 
@@ -8,15 +10,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats import inter_rater
 
 from recjudge_utils.experiments import judges_compared as jc
 from recjudge_utils.experiments.results import USAGE_FILE, result, write_results
 from recjudge_utils.judge.types import JudgeRequest
-from recjudge_utils.metrics.agreement import agreement, krippendorff_alpha
+from recjudge_utils.metrics.agreement import (
+    krippendorff_alpha,
+    krippendorff_alpha_ci,
+    raw_agreement_ci,
+    weighted_kappa_ci,
+)
 
 NOTEBOOK = "01_serendipity_prompt_selection"
 
@@ -113,7 +119,8 @@ def test_judge_names_are_short_and_unique(scripted_judge, isolated_runs: Path, m
     assert [here.is_current(r) for r in runs] == [False, True]
 
 
-def test_agreement_is_on_the_items_both_labelled_and_matches_scikit_learn(scripted_judge, isolated_runs: Path) -> None:
+def test_agreement_is_ordinal_alpha_on_the_items_both_labelled(scripted_judge, isolated_runs: Path) -> None:
+    krippendorff = pytest.importorskip("krippendorff")
     a, b = [1, 2, 3, 4, 5, 5, 1, 2, 3], [1, 2, 3, 4, 4, 5, 2, 2]  # b never judged item 8; item 2 unparsed in c
     judged_run(scripted_judge, isolated_runs, "a", "judge-a", a, finished=True)
     judged_run(scripted_judge, isolated_runs, "b", "judge-b", b, finished=True)
@@ -123,26 +130,53 @@ def test_agreement_is_on_the_items_both_labelled_and_matches_scikit_learn(script
            "b: scripted judge", "c: scripted judge"]  # fmt: skip
     ab = c.agreement.iloc[0]
     assert (ab["judge A"], ab["judge B"], ab["n both labelled"]) == ("a: scripted judge", "b: scripted judge", 8)
-    assert ab["kappa"] == pytest.approx(cohen_kappa_score(a[:8], b, weights="quadratic"), abs=1e-12)
+    assert ab["metric"] == "ordinal"  # serendipity levels: ranked, their spacing unknown
+    ref = krippendorff.alpha(reliability_data=[a[:8], b], value_domain=[1, 2, 3, 4, 5], level_of_measurement="ordinal")
+    assert ab["alpha"] == pytest.approx(ref, abs=1e-12)
+    ci = krippendorff_alpha_ci([a[:8], b], [1, 2, 3, 4, 5], "ordinal", n_boot=2000, seed=0)  # no repeated unit
+    assert (ab["alpha"], ab["low"], ab["high"], ab["se"], ab["dropped"]) == (ci.value, ci.low, ci.high, ci.se, 0)
     assert ab["raw_agreement"] == pytest.approx(6 / 8)
-    ref = agreement(a[:8], b, [1, 2, 3, 4, 5], n_boot=2000, seed=0)  # chapter 4's: kappa's CI and SE, raw's CI
-    assert (ab["kappa"], ab["low"], ab["high"], ab["se"]) == (ref.kappa, *ref.kappa_ci, ref.kappa_se)
-    assert (ab["raw_low"], ab["raw_high"]) == ref.raw_ci and ab["raw_low"] < 6 / 8 < ab["raw_high"]
+    assert (ab["raw_low"], ab["raw_high"]) == raw_agreement_ci(a[:8], b, n_boot=2000, seed=0)[1:]
     ac = c.agreement.iloc[1]  # "three" is no label of the order: that item is left out, never imputed
     assert ac["n both labelled"] == 7
-    assert ac["kappa"] == 1.0 and ac["raw_agreement"] == 1.0
+    assert ac["alpha"] == 1.0 and ac["raw_agreement"] == 1.0
 
 
-def test_fleiss_kappa_needs_three_judges_and_is_statsmodels(scripted_judge, isolated_runs: Path) -> None:
-    labels = {"a": [1, 2, 3, 4, 5, 5, 1, 2], "b": [1, 2, 3, 4, 4, 5, 2, 2], "c": [2, 2, 3, 5, 5, 5, 1, 3]}
+def test_arena_verdicts_are_nominal_and_repeated_units_are_resampled_whole() -> None:
+    """Chapter 3's verdicts judged in both orders: each (user, x, y) twice. Alpha is nominal there, and its interval
+    resamples the comparisons, each with both orders; chapter 1's (user, item) under several templates likewise."""
+    verdicts = {"A": ["win", "tie", "lose", "win", "win", "tie", "lose", "lose", "win", "tie"] * 2,
+                "B": ["win", "lose", "lose", "win", "tie", "tie", "lose", "win", "win", "tie"] * 2}  # fmt: skip
+    items = {name: [{"user": u % 10, "x": "pop", "y": "fm", "order": ["x_first", "y_first"][u // 10], "label": v}
+                    for u, v in enumerate(labels)] for name, labels in verdicts.items()}  # fmt: skip
+    runs = [stored_run(name, {"03_recsys_arena": []}, items={"pairwise": rows}) for name, rows in items.items()]
+    (row,) = jc.compare(runs).agreement.to_dict("records")
+    assert (row["metric"], row["n both labelled"], row["units"]) == ("nominal", 20, 10)
+    order = ["lose", "tie", "win"]
+    units = [(u % 10, "pop", "fm") for u in range(20)]
+    expected = krippendorff_alpha_ci(list(verdicts.values()), order, "nominal", n_boot=2000, seed=0, clusters=units)
+    assert (row["alpha"], row["low"], row["high"]) == (expected.value, expected.low, expected.high)
+    by_row = krippendorff_alpha_ci(list(verdicts.values()), order, "nominal", n_boot=2000, seed=0)
+    assert expected.high - expected.low > by_row.high - by_row.low  # copies taken for independent cases: narrower
+    index = pd.MultiIndex.from_tuples(
+        [("base", 1, 7), ("cot", 1, 7), ("base", 2, 7)], names=["template", "user", "item"]
+    )
+    assert jc._units(index) == [(1, 7), (1, 7), (2, 7)]
+    assert jc._units(index[[0, 2]]) is None  # every pair once: the row bootstrap is the pair bootstrap
+
+
+def test_alpha_over_every_judge_needs_three_judges_and_takes_the_gaps(scripted_judge, isolated_runs: Path) -> None:
+    labels = {"a": [1, 2, 3, 4, 5, 5, 1, 2], "b": [1, 2, 3, 4, 4, 5, 2], "c": [2, 2, 3, 5, 5, 5, 1, 3]}
     for name, scores in list(labels.items())[:2]:
         judged_run(scripted_judge, isolated_runs, name, f"judge-{name}", scores, finished=True)
-    assert jc.compare(jc.load_runs()).fleiss.empty  # two judges: Cohen's kappa says it all
+    assert jc.compare(jc.load_runs()).all_judges.empty  # two judges: the pairwise table says it all
     judged_run(scripted_judge, isolated_runs, "c", "judge-c", labels["c"], finished=True)
-    (row,) = jc.compare(jc.load_runs()).fleiss.to_dict("records")
-    counts, _ = inter_rater.aggregate_raters(np.array(list(labels.values())).T - 1, n_cat=5)
-    assert (row["judges"], row["n all labelled"]) == (3, 8)
-    assert row["fleiss_kappa"] == pytest.approx(inter_rater.fleiss_kappa(counts, method="fleiss"), abs=1e-12)
+    (row,) = jc.compare(jc.load_runs()).all_judges.to_dict("records")
+    raters = [labels["a"], [*labels["b"], None], labels["c"]]  # b never judged item 7: alpha takes the gap
+    expected = krippendorff_alpha_ci(raters, [1, 2, 3, 4, 5], "ordinal", n_boot=2000, seed=0)
+    assert (row["judges"], row["n labelled twice"], row["metric"]) == (3, 8, "ordinal")
+    assert (row["alpha"], row["low"], row["high"]) == (expected.value, expected.low, expected.high)
+    assert row["alpha"] == pytest.approx(krippendorff_alpha(raters, [1, 2, 3, 4, 5], "ordinal")[0])
 
 
 def test_measures_come_in_the_chapters_order_in_percent() -> None:
@@ -221,9 +255,14 @@ def test_a_panels_members_are_set_beside_it_with_reference_statistics() -> None:
         assert row.low <= row.kappa <= row.high
     assert rows["tokens"].tolist() == [4000, 4040, 4080, 12120]
     assert rows["tokens_x"].iloc[-1] == pytest.approx(3.0) and rows["tokens_x"].iloc[0] == pytest.approx(4000 / 4040)
-    alpha, _ = krippendorff_alpha(list(members.values()), [1, 2, 3, 4, 5])
+    alpha, _ = krippendorff_alpha(list(members.values()), [1, 2, 3, 4, 5], "ordinal")
     assert rows["alpha"].iloc[-1] == pytest.approx(alpha) and rows["alpha_n"].iloc[-1] == 40
     assert rows["alpha_lo"].iloc[-1] < alpha < rows["alpha_hi"].iloc[-1]
+    assert (rows["alpha_units"].iloc[-1], rows["alpha_dropped"].iloc[-1], rows["alpha_n_boot"].iloc[-1]) == (
+        40,
+        0,
+        2000,
+    )
     assert jc.panel_members(runs[1:]).empty  # a run of one judge has no members
     c = jc.compare(runs)
     assert c.of_kind("members", "llm").empty and len(c.of_kind("members", "simulated")) == 4
@@ -239,3 +278,30 @@ def test_chapter_5s_results_are_not_a_judges_results(scripted_judge, isolated_ru
     (isolated_runs / "clean" / "05_protocols_detect" / "results.json").write_text(json.dumps(own))
     (run,) = jc.load_runs()
     assert list(run.results) == [NOTEBOOK] and run.foreign == {}
+
+
+def test_a_panels_agreement_resamples_its_pairs_with_every_template() -> None:
+    """Chapter 1 pools the templates: each (user, item) pair is scored under each of them. The members' alpha and
+    each kappa with g resample the pairs, each with both templates' scores."""
+    g = [i % 5 + 1 for i in range(30)]
+    shifted = {"m1": 0, "m2": 1, "m3": -1}
+    member_scores = [{"template": t, "user": i // 10, "item": i, "member": m, "label": min(5, max(1, v + (i % d == 0)
+                      * s)), "truth": v, "tokens": 10} for t, d in (("base", 3), ("cot", 4)) for m, s in shifted.items()
+                     for i, v in enumerate(g)]  # fmt: skip
+    scores = [{"template": t, "user": i // 10, "item": i, "label": v, "truth": v} for t in ("base", "cot")
+              for i, v in enumerate(g)]  # fmt: skip
+    run = stored_run("p", {NOTEBOOK: []}, "simulated", items={"scores": scores, "member_scores": member_scores})
+    rows = jc.panel_members([run])
+    members = pd.DataFrame(member_scores)
+    wide = members.pivot_table(index=["template", "user", "item"], columns="member", values="label", sort=False)
+    pairs = [(u, i) for _, u, i in wide.index]
+    expected = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], [1, 2, 3, 4, 5], "ordinal",
+                                     n_boot=2000, seed=0, clusters=pairs)  # fmt: skip
+    panel = rows.iloc[-1]
+    assert (panel["alpha_n"], panel["alpha_units"]) == (60, 30)
+    assert (panel["alpha"], panel["alpha_lo"], panel["alpha_hi"]) == (expected.value, expected.low, expected.high)
+    m1 = members[members["member"] == "m1"]
+    kappa = rows.iloc[0]
+    ref = weighted_kappa_ci(m1["truth"], m1["label"], [1, 2, 3, 4, 5], n_boot=2000, seed=0,
+                            clusters=list(zip(m1["user"], m1["item"], strict=True)))  # fmt: skip
+    assert (kappa["n"], kappa["kappa"], kappa["low"], kappa["high"]) == (60, ref.value, ref.low, ref.high)

@@ -146,31 +146,35 @@ def test_a_takeaway_tells_judges_apart_only_where_their_win_rates_separate() -> 
     assert "cannot tell the judges apart" in wins((55, 45, 65), (60, 50, 70))
 
 
-def test_the_agreement_table_and_takeaway_say_where_kappa_is_above_chance() -> None:
+def test_the_agreement_table_and_takeaway_say_where_alpha_is_above_chance() -> None:
     runs = [serendipity_run("a", (0.5, 0.3, 0.7)), serendipity_run("b", (1.5, 1.2, 1.8))]
     c = compare(runs)
     c.agreement = pd.DataFrame(
         [
             {"items": "03_recsys_arena/pairwise", "judge A": "a", "judge B": "b", "n both labelled": 50,
-             "kappa": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "raw_agreement": 0.7, "raw_low": 0.6, "raw_high": 0.8},
-            {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8,
-             "kappa": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "raw_agreement": 0.5, "raw_low": 0.25,
-             "raw_high": 0.75},
+             "metric": "nominal", "alpha": 0.4, "se": 0.1, "low": 0.2, "high": 0.6, "dropped": 0, "n_boot": 2000,
+             "raw_agreement": 0.7, "raw_low": 0.6, "raw_high": 0.8},
+            {"items": "04_saer/pointwise", "judge A": "a", "judge B": "b", "n both labelled": 8, "metric": "ordinal",
+             "alpha": 0.1, "se": 0.2, "low": -0.3, "high": 0.5, "dropped": 12, "n_boot": 2000, "raw_agreement": 0.5,
+             "raw_low": 0.25, "raw_high": 0.75},
             {"items": "04_saer/adversarial", "judge A": "a", "judge B": "b", "n both labelled": 3,
-             "kappa": 0.2, "se": None, "low": None, "high": None, "raw_agreement": 0.5},
-            {"items": "04_saer/adversarial", "judge A": "a", "judge B": "c", "n both labelled": 1},
+             "metric": "nominal", "alpha": 0.2, "se": None, "low": None, "high": None, "raw_agreement": 0.5},
+            {"items": "04_saer/adversarial", "judge A": "a", "judge B": "c", "n both labelled": 1, "metric": "nominal"},
         ]
     ).assign(kind="llm")  # fmt: skip
     (text,) = [t for t in report.takeaways_items(c) if t.startswith("Agreement")]
-    assert text.startswith("Agreement of a with b (weighted kappa, 95 % CI): above chance on chapter 3: pairwise")
+    assert text.startswith("Agreement of a with b (Krippendorff's alpha, 95 % CI): above chance on chapter 3: pairwise")
     assert "; not distinguishable from chance on chapter 4: list labels (0.100 [-0.300, 0.500])" in text
     assert text.endswith("; no interval on chapter 4: adversarial pairs (0.200), so no claim against chance there.")
     shown = report.table(c, "agreement", styled=False)
     assert list(shown.columns) == [
-        "items", "judges", "items both labelled", "weighted kappa [95 % CI]", "SE", "raw agreement, % [95 % CI]"
+        "items", "judges", "items both labelled", "Krippendorff's alpha [95 % CI]", "metric", "SE",
+        "raw agreement, % [95 % CI]"
     ]  # fmt: skip
-    assert shown["weighted kappa [95 % CI]"].tolist() == ["0.400 [0.200, 0.600]", "0.100 [-0.300, 0.500]", "0.200",
-                                                          "undefined"]  # fmt: skip
+    assert shown["Krippendorff's alpha [95 % CI]"].tolist() == [
+        "0.400 [0.200, 0.600]", "0.100 [-0.300, 0.500] (12 of 2,000 resamples undefined, left out)", "0.200",
+        "undefined"]  # fmt: skip
+    assert shown["metric"].tolist() == ["nominal", "ordinal", "nominal", "nominal"]
     assert shown["raw agreement, % [95 % CI]"].tolist() == ["70.0 [60.0, 80.0]", "50.0 [25.0, 75.0]", "50.0", "n/a"]
     assert report.table(c, "agreement_simulated", styled=False).empty  # no simulated judge among them
     first = report.takeaways_items(compare([serendipity_run("a", (0.5, 0.3, 0.7), kind="simulated"), runs[1]]))[0]
@@ -204,9 +208,9 @@ def test_simulated_judges_are_compared_only_with_simulated_judges() -> None:
                                             ("sim-2", "sim-3"))}  # fmt: skip
     llm, sim = (report.table(c, n, styled=False) for n in ("agreement", "agreement_simulated"))
     assert len(llm) == 1 and "sim" not in llm["judges"].iloc[0] and len(sim) == 3
-    # Fleiss' kappa over three judges: only the simulated ones are three
-    assert report.table(c, "fleiss", styled=False).empty and report.table(c, "fleiss_simulated", styled=False)[
-        "judges"].tolist() == [3]  # fmt: skip
+    # alpha over every judge of a kind, three or more: only the simulated ones are three
+    assert report.table(c, "all_judges", styled=False).empty and report.table(c, "all_judges_simulated",
+        styled=False)["judges"].tolist() == [3]  # fmt: skip
     # the agreement figure draws the LLM judges' pair only
     assert [t.get_text() for t in report.figure(c, "agreement").axes[0].get_legend().get_texts()] == [
         "chance agreement", "llm-1 vs llm-2"]  # fmt: skip
@@ -221,12 +225,12 @@ def test_a_panel_is_shown_beside_its_members_in_its_kinds_table() -> None:
     c = compare([scored_run("panel", g, "simulated", members), scored_run("llm", g, "llm")])
     table = report.table(c, "panel_simulated", styled=False)
     assert list(table["judge"]) == ["m1", "m2", "m3", "the panel's verdict"]
-    assert table["pairs scored"].tolist() == ["30", "29", "30", "30"]
+    assert table["scores given"].tolist() == ["30", "29", "30", "30"]
     assert table["weighted kappa with g [95 % CI]"].iloc[0] == "1.000 [1.000, 1.000]"
     assert table["tokens (× a member's)"].tolist() == ["3,000 (1.0 ×)", "3,000 (1.0 ×)", "3,000 (1.0 ×)",
                                                        "9,000 (3.0 ×)"]  # fmt: skip
-    alpha = table["members' agreement: Krippendorff's alpha [95 % CI]"]
-    assert alpha.iloc[:3].tolist() == ["-"] * 3 and alpha.iloc[3].endswith(" on 30 pairs")
+    alpha = table["members' agreement: ordinal Krippendorff's alpha [95 % CI]"]
+    assert alpha.iloc[:3].tolist() == ["-"] * 3 and alpha.iloc[3].endswith(" on 30 scores of 30 (user, item) pairs")
     assert report.table(c, "panel", styled=False).empty  # no panel of LLM judges: a sentence says so
     assert "no panel of LLM judges" in str(report.table(c, "panel"))
 

@@ -4,15 +4,23 @@ A run's judge is the one its ``manifest.json`` names (the runner's, written befo
 run's, written when a notebook executed outside the runner opens its judge). A ``results.json`` made by another judge
 than the manifest's is left out of the run and listed in :attr:`StoredRun.foreign`; a folder without a manifest has
 an unknown judge rather than one guessed from its files. :func:`compare` computes, once, everything the chapter
-shows: the items each judge labelled, the agreement between every two judges on the items both labelled (raw
-agreement and quadratic weighted kappa with percentile-bootstrap CIs, chapter 4's
-:func:`~recjudge_utils.metrics.agreement.agreement`), Fleiss' kappa over three or more, the measures judges are
-ranked on and each run's answer health. Every row keeps its run's ``kind`` (``simulated`` or ``llm``), and judges
-are compared with judges of their own kind only (agreement and Fleiss' kappa are computed within a kind), so no table
-sets the simulated judge beside an LLM. A panel run's members (chapter 1's ``member_scores`` items) are set beside
-their panel by :func:`panel_members`: each one's and the panel's weighted kappa with g, the members' agreement among
-themselves (Krippendorff's alpha) and the tokens each cost. The chapter judges nothing itself, so it has no
-``run(judge, dataset, config)``.
+shows: the items each judge labelled, the agreement between every two judges on the items both labelled and among
+all the judges of one kind (raw agreement and Krippendorff's alpha, with percentile-bootstrap CIs), the measures
+judges are ranked on and each run's answer health. Every row keeps its run's ``kind`` (``simulated`` or ``llm``), and
+judges are compared with judges of their own kind only, so no table sets the simulated judge beside an LLM. A panel
+run's members (chapter 1's ``member_scores`` items) are set beside their panel by :func:`panel_members`: each one's
+and the panel's weighted kappa with g, the members' agreement among themselves (Krippendorff's alpha) and the tokens
+each cost. The chapter judges nothing itself, so it has no ``run(judge, dataset, config)``.
+
+**One agreement family.** Judges agreeing with one another are measured by Krippendorff's alpha throughout, for two
+judges or any number, with gaps (:func:`~recjudge_utils.metrics.agreement.krippendorff_alpha_ci`): ordinal for ordered
+labels (serendipity levels, SAER's Poor < Partial < Good Match: ranked, their spacing unknown), nominal for pairwise
+verdicts (an adjudicated tie means the two presentation orders disagreed, not a preference halfway between a win and
+a loss). Quadratic weighted kappa stays where one labeler is set against the reference g (a panel's members and the
+panel against the users' label, as chapter 1 reports kappa). **Repeated units.** Where one unit is judged again (a
+(user, item) under several prompt templates, a SAER list under several prompt versions, a comparison in both
+orders), the bootstrap resamples the units, each with all its judgments (:data:`REPEATED_BY`), not the rows: rows of
+one unit are not independent, and resampling them as if they were gives intervals too narrow.
 """
 
 from __future__ import annotations
@@ -30,12 +38,14 @@ import pandas as pd
 
 from recjudge_utils.experiments.results import RESULTS_FILE, USAGE_FILE, read_results
 from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG
-from recjudge_utils.metrics.agreement import agreement, fleiss_kappa, krippendorff_alpha_ci, weighted_kappa_ci
+from recjudge_utils.metrics.agreement import krippendorff_alpha_ci, raw_agreement_ci, weighted_kappa_ci
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir
 from recjudge_utils.protocols.pointwise_score import TEMPLATES
 
 __all__ = [
+    "ALPHA_METRICS",
+    "REPEATED_BY",
     "UNKNOWN_JUDGE",
     "Comparison",
     "StoredRun",
@@ -49,7 +59,7 @@ __all__ = [
 #: how a run folder without a manifest names its judge: its files do not say who made all of them
 UNKNOWN_JUDGE = "unknown (no manifest)"
 
-#: ordinal label orders per kind of item (``<notebook>/<items key>``), for weighted kappa
+#: label orders per kind of item (``<notebook>/<items key>``): the labels agreement is computed on, in their order
 _ORDERS: dict[str, list[Any]] = {
     "01_serendipity_prompt_selection/scores": [1, 2, 3, 4, 5],
     "02_rs_reevaluation/scores": [1, 2, 3, 4, 5],
@@ -59,6 +69,15 @@ _ORDERS: dict[str, list[Any]] = {
     "07_your_recommenders/scores": [1, 2, 3, 4, 5],
     "07_your_recommenders/saer_labels": ["Poor Match", "Partial Match", "Good Match"],
 }
+
+#: Krippendorff's alpha's metric per kind of item: ordinal for ordered labels (scores, SAER labels), nominal for
+#: pairwise verdicts (a tie after adjudication is two orders that disagreed, not a preference halfway)
+ALPHA_METRICS: dict[str, str] = {kind: "nominal" if kind in ("03_recsys_arena/pairwise", "04_saer/adversarial")
+                                 else "ordinal" for kind in _ORDERS}  # fmt: skip
+
+#: the levels of an item's identity under which one unit is judged again (a prompt template, a SAER prompt version,
+#: a presentation order, a fold): the unit is the identity without them, and agreement CIs resample units
+REPEATED_BY: tuple[str, ...] = ("template", "prompt_version", "order", "fold")
 
 #: the notebooks whose results the chapter lays out
 _NOTEBOOKS = ("01_serendipity_prompt_selection", "02_rs_reevaluation", "03_recsys_arena", "04_saer",
@@ -228,12 +247,24 @@ def _items(runs: Sequence[StoredRun]) -> dict[str, dict[str, pd.Series]]:
     return out
 
 
+def _units(index: pd.Index) -> list[Any] | None:
+    """The unit of each item (its identity without the :data:`REPEATED_BY` levels), or None when every item is a
+    unit of its own (the row bootstrap is then the unit bootstrap)."""
+    names = [n for n in index.names if n is not None]
+    kept = [n for n in names if n not in REPEATED_BY]
+    if not kept or len(kept) == len(names):
+        return None
+    units = list(zip(*(index.get_level_values(n) for n in kept), strict=True))
+    return units if len(set(units)) < len(units) else None
+
+
 def _pairwise_agreement(
     items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
     """Between every two labelers of one kind (``kinds``: labeler -> ``simulated`` or ``llm``; None: all one kind), per
-    kind of item with an order, on the items both labelled within it: raw agreement and quadratic weighted kappa with
-    their 95 % percentile-bootstrap CIs and kappa's SE."""
+    kind of item with an order, on the items both labelled within it: raw agreement and Krippendorff's alpha
+    (:data:`ALPHA_METRICS`; ``alpha``, ``se``, ``low``, ``high``, and ``dropped`` of ``n_boot`` resamples where alpha
+    was undefined) with their 95 % percentile-bootstrap CIs over the units (:func:`_units`), 2000 resamples, seed 0."""
     rows = []
     for kind, by_judge in items.items():
         order = _ORDERS.get(kind)
@@ -245,20 +276,24 @@ def _pairwise_agreement(
             both = pd.concat([by_judge[a], by_judge[b]], axis=1, keys=["a", "b"], join="inner").dropna()
             both = both[both["a"].isin(order) & both["b"].isin(order)]
             row: dict[str, Any] = {"kind": judges, "items": kind, "judge A": a, "judge B": b,
-                                   "n both labelled": len(both)}  # fmt: skip
+                                   "n both labelled": len(both), "metric": ALPHA_METRICS[kind]}  # fmt: skip
             if len(both) >= 2:
-                # 2000 resamples, seed 0: kappa's CI as it always was here; raw agreement resamples the same items
-                res = agreement(both["a"].tolist(), both["b"].tolist(), order, n_boot=2000, seed=0)
-                row |= {"kappa": res.kappa, "se": res.kappa_se, "low": res.kappa_ci[0], "high": res.kappa_ci[1],
-                        "raw_agreement": res.raw, "raw_low": res.raw_ci[0], "raw_high": res.raw_ci[1]}  # fmt: skip
+                units, pair = _units(both.index), [both["a"].tolist(), both["b"].tolist()]
+                alpha = krippendorff_alpha_ci(pair, order, ALPHA_METRICS[kind], n_boot=2000, seed=0, clusters=units)
+                raw = raw_agreement_ci(pair[0], pair[1], n_boot=2000, seed=0, clusters=units)
+                row |= {"alpha": alpha.value, "se": alpha.se, "low": alpha.low, "high": alpha.high,
+                        "dropped": alpha.dropped, "n_boot": alpha.n_boot, "units": len(set(units or both.index)),
+                        "raw_agreement": raw[0], "raw_low": raw[1], "raw_high": raw[2]}  # fmt: skip
             rows.append(row)
-    return pd.DataFrame(rows, columns=["kind", "items", "judge A", "judge B", "n both labelled", "kappa", "se", "low",
-                                       "high", "raw_agreement", "raw_low", "raw_high"])  # fmt: skip
+    return pd.DataFrame(rows, columns=["kind", "items", "judge A", "judge B", "n both labelled", "metric", "alpha",
+                                       "se", "low", "high", "dropped", "n_boot", "units", "raw_agreement", "raw_low",
+                                       "raw_high"])  # fmt: skip
 
 
-def _panel_fleiss(items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Fleiss' kappa over every labeler of one kind (``kinds`` as in :func:`pairwise_agreement`) of a kind of item,
-    three or more of them, on the items all of them labelled."""
+def _all_judges(items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Krippendorff's alpha over every labeler of one kind (``kinds`` as in :func:`_pairwise_agreement`) of a kind of
+    item, three or more of them, on the items two or more of them labelled (alpha takes the gaps), with its CI over
+    the units as there (``dropped`` of ``n_boot`` resamples undefined)."""
     rows = []
     for kind, labelers in items.items():
         order = _ORDERS.get(kind)
@@ -266,13 +301,17 @@ def _panel_fleiss(items: Mapping[str, Mapping[str, pd.Series]], kinds: Mapping[s
             by_judge = {name: labels for name, labels in labelers.items() if _kind_of(kinds, name) == judges}
             if order is None or len(by_judge) < 3:
                 continue
-            frame = pd.concat(by_judge, axis=1, join="inner").dropna()
-            frame = frame[frame.isin(order).all(axis=1)]
-            if len(frame) >= 2:
-                kappa = fleiss_kappa([frame[judge].tolist() for judge in frame.columns], order)
-                rows.append({"kind": judges, "items": kind, "judges": len(by_judge), "n all labelled": len(frame),
-                             "fleiss_kappa": kappa})  # fmt: skip
-    return pd.DataFrame(rows, columns=["kind", "items", "judges", "n all labelled", "fleiss_kappa"])
+            frame = pd.concat(by_judge, axis=1, join="outer")
+            frame = frame.where(frame.isin(order))  # a label outside the order: left out, never imputed
+            alpha = krippendorff_alpha_ci([frame[judge].tolist() for judge in frame.columns], order,
+                                          ALPHA_METRICS[kind], n_boot=2000, seed=0,
+                                          clusters=_units(frame.index))  # fmt: skip
+            if alpha.n >= 2:
+                rows.append({"kind": judges, "items": kind, "judges": len(by_judge), "n labelled twice": alpha.n,
+                             "metric": ALPHA_METRICS[kind], "alpha": alpha.value, "low": alpha.low,
+                             "high": alpha.high, "dropped": alpha.dropped, "n_boot": alpha.n_boot})  # fmt: skip
+    return pd.DataFrame(rows, columns=["kind", "items", "judges", "n labelled twice", "metric", "alpha", "low", "high",
+                                       "dropped", "n_boot"])  # fmt: skip
 
 
 def _kind_of(kinds: Mapping[str, str] | None, labeler: str) -> str:
@@ -286,12 +325,15 @@ MEMBER_ITEMS, _LEVELS = "member_scores", _ORDERS["01_serendipity_prompt_selectio
 
 def panel_members(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """Per panel run with chapter 1's member scores, one row per member and one for the panel (``panel`` True, last):
-    quadratic weighted kappa with g (``kappa``, ``low``, ``high``: percentile bootstrap over the judged pairs, pooled
-    over templates, 2000 resamples, seed 0), pairs (``n``), the tokens of its calls (the panel's: its members'
-    summed) and their multiple of a member's mean (``tokens_x``); on each row the members' agreement among
-    themselves, Krippendorff's interval alpha (``alpha``, ``alpha_lo``, ``alpha_hi``: percentile bootstrap over
-    the ``alpha_n`` pairs two or more members scored; interval, because the levels are ordered and equally spaced,
-    where a nominal Fleiss' kappa would count 2 against 3 as fully as 1 against 5)."""
+    quadratic weighted kappa with g (``kappa``, ``low``, ``high``: percentile bootstrap over the judged (user, item)
+    pairs, each with its every template's scores, 2000 resamples, seed 0), scores (``n``), the tokens of its calls (the
+    panel's: its members' summed) and their multiple of a member's mean (``tokens_x``); on each row the members'
+    agreement among themselves, Krippendorff's ordinal alpha (``alpha``, ``alpha_lo``, ``alpha_hi``: percentile
+    bootstrap over the (user, item) pairs, each with all its templates; ``alpha_n`` the scores two or more members
+    gave, ``alpha_units`` their pairs, ``alpha_dropped`` of ``alpha_n_boot`` resamples where alpha was undefined).
+    Ordinal, because the levels are ranked but nothing says 1 to 2 is as far as 4 to 5 (interval alpha assumed so),
+    and a nominal coefficient would count 2 against 3 as fully as 1 against 5. By pair, because the templates pool
+    the same (user, item) up to four times: resampling the rows would take those copies for independent pairs."""
     rows = []
     for run in runs:
         items = run.results.get("01_serendipity_prompt_selection", {}).get("items", {})
@@ -300,16 +342,24 @@ def panel_members(runs: Sequence[StoredRun]) -> pd.DataFrame:
         members = pd.DataFrame(items[MEMBER_ITEMS])
         panel = pd.DataFrame(items["scores"]).assign(member="", tokens=np.nan)
         wide = members.pivot_table(index=["template", "user", "item"], columns="member", values="label", sort=False)
-        a = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], _LEVELS)
-        alpha = {"alpha": a.value, "alpha_lo": a.low, "alpha_hi": a.high, "alpha_n": a.n}
+        units = list(zip(wide.index.get_level_values("user"), wide.index.get_level_values("item"), strict=True))
+        a = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], _LEVELS, "ordinal", n_boot=2000, seed=0,
+                                  clusters=units)  # fmt: skip
+        kept = [u for u, *labels in zip(units, *(wide[m] for m in wide.columns), strict=True)
+                if sum(pd.notna(v) for v in labels) >= 2]  # fmt: skip
+        alpha = {"alpha": a.value, "alpha_lo": a.low, "alpha_hi": a.high, "alpha_n": a.n,
+                 "alpha_units": len(set(kept)), "alpha_dropped": a.dropped, "alpha_n_boot": a.n_boot}  # fmt: skip
         for name, frame in [*members.groupby("member", sort=False), ("", panel)]:
             ok = frame.dropna(subset=["label"])
-            kappa = weighted_kappa_ci(ok["truth"].astype(int), ok["label"].astype(int), _LEVELS, n_boot=2000, seed=0)
+            pairs = list(zip(ok["user"], ok["item"], strict=True))
+            kappa = weighted_kappa_ci(ok["truth"].astype(int), ok["label"].astype(int), _LEVELS, n_boot=2000, seed=0,
+                                      clusters=pairs)  # fmt: skip
             rows.append({"run": run.name, "judge": run.shown_as or run.judge, "kind": run.kind, "labeler": name,
                          "panel": not name, "n": kappa.n, "kappa": kappa.value, "low": kappa.low, "high": kappa.high,
                          "tokens": (frame if name else members)["tokens"].sum(), **alpha})  # fmt: skip
     out = pd.DataFrame(rows, columns=["run", "judge", "kind", "labeler", "panel", "n", "kappa", "low", "high", "tokens",
-                                      "alpha", "alpha_lo", "alpha_hi", "alpha_n"])  # fmt: skip
+                                      "alpha", "alpha_lo", "alpha_hi", "alpha_n", "alpha_units", "alpha_dropped",
+                                      "alpha_n_boot"])  # fmt: skip
     return out.assign(tokens_x=out["tokens"] / out.groupby("run")["tokens"].transform(lambda t: t.iloc[:-1].mean()))
 
 
@@ -364,8 +414,10 @@ class Comparison:
     rows: dict[str, pd.DataFrame]
     #: kind of item -> labeler -> labels, the items agreement is computed on
     items: dict[str, dict[str, pd.Series]]
+    #: every two judges of one kind: raw agreement and Krippendorff's alpha (:func:`_pairwise_agreement`)
     agreement: pd.DataFrame
-    fleiss: pd.DataFrame
+    #: every judge of one kind, three or more: Krippendorff's alpha (:func:`_all_judges`)
+    all_judges: pd.DataFrame
     #: each panel run's members beside the panel (:func:`panel_members`)
     members: pd.DataFrame
     #: every judge's estimate of the measures the chapter ranks judges on (:func:`_measures`)
@@ -400,7 +452,7 @@ class Comparison:
         return paper[paper["dataset"].isin(datasets or {"MovieLens"})]
 
     def of_kind(self, frame: str, kind: str) -> pd.DataFrame:
-        """``agreement``, ``fleiss`` or ``members`` of the judges of one kind only (``simulated`` or ``llm``)."""
+        """``agreement``, ``all_judges`` or ``members`` of the judges of one kind only (``simulated`` or ``llm``)."""
         rows = getattr(self, frame)
         return rows[rows["kind"] == kind]
 
@@ -413,5 +465,5 @@ def compare(runs: Sequence[StoredRun], current: Path | None = None) -> Compariso
     """The comparison of ``runs`` (:func:`load_runs`, or a selection of them); ``current`` is this run's folder."""
     items, kinds = _items(runs), {run.label: run.kind for run in runs}
     rows = {notebook: _rows(runs, notebook) for notebook in _NOTEBOOKS}
-    return Comparison(list(runs), current, rows, items, _pairwise_agreement(items, kinds), _panel_fleiss(items, kinds),
+    return Comparison(list(runs), current, rows, items, _pairwise_agreement(items, kinds), _all_judges(items, kinds),
                       panel_members(runs), _measures(rows), _health(runs))  # fmt: skip

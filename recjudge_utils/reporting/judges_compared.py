@@ -1,9 +1,9 @@
 """What chapter 6 shows: every run present, judge beside judge and beside the papers' multi-LLM tables.
 
-It lays out the :class:`~recjudge_utils.experiments.judges_compared.Comparison` of the runs (every agreement, kappa and
-headline share comes from there); every row of ours names its judge's kind, so a simulated judge never reads as an
-LLM. The words are ``text/judges_compared.yaml``; the takeaways rank or tell judges apart only where their intervals
-allow it (:mod:`~recjudge_utils.reporting.claims`).
+It lays out the :class:`~recjudge_utils.experiments.judges_compared.Comparison` of the runs (every agreement, alpha,
+kappa and headline share comes from there); every row of ours names its judge's kind, so a simulated judge never
+reads as an LLM. The words are ``text/judges_compared.yaml``; the takeaways rank or tell judges apart only where their
+intervals allow it (:mod:`~recjudge_utils.reporting.claims`).
 """
 
 from __future__ import annotations
@@ -223,36 +223,51 @@ def saer_humans_sentence() -> Callout:
     return Callout(T("humans", shares=and_join(shares)))
 
 
+def _alpha_cell(value: Any, low: Any, high: Any, dropped: Any = 0, n_boot: Any = 0) -> str:
+    """An alpha with its CI ("undefined" when one label was all there was), and the resamples where alpha was
+    undefined when there were any: left out of the interval, so the reader is told how many."""
+    if pd.isna(value):
+        return T("undefined")
+    cell = estimate_cell(value, low, high)
+    return cell + (T("dropped", k=f"{int(dropped):,}", n=f"{int(n_boot):,}") if pd.notna(dropped) and dropped else "")
+
+
 def _agreement(c: Comparison, kind: str) -> pd.DataFrame:
     if (a := c.of_kind("agreement", kind)).empty:
         return a
-    kappa = a.reindex(columns=["kappa", "low", "high"])
+    alpha = a.reindex(columns=["alpha", "low", "high", "dropped", "n_boot"])
     raw = a.reindex(columns=["raw_agreement", "raw_low", "raw_high"])
     return pd.DataFrame(
         {"items": a["items"].map(lambda kind: _words("items", kind)), "judges": a["judge A"] + "  vs  " + a["judge B"],
          "items both labelled": a["n both labelled"].map(lambda n: f"{int(n):,}"),
-         f"weighted kappa {CI}": [estimate_cell(*k) if pd.notna(k[0]) else "undefined" for k in kappa.values],
+         T("alpha_column"): [_alpha_cell(*k) for k in alpha.values], "metric": a["metric"],
          "SE": [estimate_cell(se) for se in a.reindex(columns=["se"])["se"]],
          f"raw agreement, % {CI}": [estimate_cell(v, lo, hi, digits=1, scale=100) for v, lo, hi in raw.values]}
     )  # fmt: skip
 
 
-def _fleiss(c: Comparison, kind: str) -> pd.DataFrame:
-    if (f := c.of_kind("fleiss", kind)).empty:
+def _all_judges(c: Comparison, kind: str) -> pd.DataFrame:
+    if (f := c.of_kind("all_judges", kind)).empty:
         return f
     return pd.DataFrame(
         {"items": f["items"].map(lambda kind: _words("items", kind)), "judges": f["judges"],
-         "items all labelled": f["n all labelled"].map(lambda n: f"{int(n):,}"),
-         "Fleiss' kappa": f["fleiss_kappa"].map(estimate_cell)}
+         "items labelled by two or more": f["n labelled twice"].map(lambda n: f"{int(n):,}"),
+         T("alpha_column"): [_alpha_cell(*k) for k in f[["alpha", "low", "high", "dropped", "n_boot"]].values],
+         "metric": f["metric"]}
     )  # fmt: skip
 
 
 def _panel(c: Comparison, kind: str) -> pd.DataFrame:
     if (m := c.of_kind("members", kind)).empty:
         return m
+
+    def agreement(r: Any) -> str:  # the members' agreement, on the panel's row only
+        alpha = _alpha_cell(r.alpha, r.alpha_lo, r.alpha_hi, r.alpha_dropped, r.alpha_n_boot)
+        return alpha + T("on_pairs", n=f"{r.alpha_n:,}", units=f"{r.alpha_units:,}")
+
     return pd.DataFrame([[r.judge, r.labeler or T("panel_row"), f"{r.n:,}", estimate_cell(r.kappa, r.low, r.high),
-        f"{r.tokens:,.0f} ({r.tokens_x:.1f} ×)", estimate_cell(r.alpha, r.alpha_lo, r.alpha_hi) + T("on_pairs",
-        n=f"{r.alpha_n:,}") if r.panel else "-"] for r in m.itertuples()], columns=T.raw("columns.panel"))  # fmt: skip
+                          f"{r.tokens:,.0f} ({r.tokens_x:.1f} ×)", agreement(r) if r.panel else "-"]
+                         for r in m.itertuples()], columns=T.raw("columns.panel"))  # fmt: skip
 
 
 def _protocols(c: Comparison) -> pd.DataFrame:
@@ -271,7 +286,7 @@ _FRAMES: dict[str, Callable[[Comparison], pd.DataFrame]] = {"runs": _runs, "runs
     "health": _health, "serendipity": _serendipity, "reevaluation": _reevaluation, "arena": _arena,
     "arena_correlation": _arena_correlation, "saer_labels": _saer_labels, "saer_detection": _saer_detection,
     "protocols": _protocols} | {f"{n}{s}": partial(f, kind=k) for n, f in (("agreement", _agreement),
-    ("fleiss", _fleiss), ("panel", _panel)) for s, k in (("", "llm"), ("_simulated", "simulated"))}  # fmt: skip
+    ("all_judges", _all_judges), ("panel", _panel)) for s, k in (("", "llm"), ("_simulated", "simulated"))}  # fmt: skip
 
 
 def table(c: Comparison, name: str, styled: bool = True) -> Styler | Callout | pd.DataFrame:
@@ -326,13 +341,14 @@ def _saer_figure(c: Comparison) -> Figure:
 
 
 def _agreement_figure(c: Comparison) -> Figure:
-    if (data := c.of_kind("agreement", "llm").dropna(subset=["kappa"])).empty:  # the simulated judges': Table 6.10b
+    if (data := c.of_kind("agreement", "llm").dropna(subset=["alpha"])).empty:  # the simulated judges': Table 6.10b
         return empty_figure(T("figures.none_agreement"), width=6.0)
     data = data.assign(pair=data["judge A"].str.split(":").str[0] + " vs " + data["judge B"].str.split(":").str[0],
                        what=data["items"].map(lambda kind: _words("items", kind)))  # fmt: skip
-    fig = forest_plot(data, label="what", value="kappa", group="pair", width=9.0, xlabel=T("figures.kappa_x"),
+    fig = forest_plot(data, label="what", value="alpha", group="pair", width=9.0, xlabel=T("figures.alpha_x"),
                       reference=0.0, reference_label=T("figures.chance"))  # fmt: skip
-    fig.axes[0].set_xlim(-1.05, 1.05)  # kappa's whole range, so that two figures compare at a glance
+    low = min(-1.05, float(data["low"].min()) - 0.05) if data["low"].notna().any() else -1.05
+    fig.axes[0].set_xlim(low, 1.05)  # -1 to 1 at least, so that two figures compare at a glance (alpha can go below -1)
     return fig
 
 
@@ -373,11 +389,11 @@ def _contest(c: Comparison, metric: str) -> str | None:
 
 def _agreement_takeaways(agreement: pd.DataFrame) -> list[str]:
     out = []
-    for (a, b), grp in agreement.dropna(subset=["kappa"]).groupby(["judge A", "judge B"], sort=False):
+    for (a, b), grp in agreement.dropna(subset=["alpha"]).groupby(["judge A", "judge B"], sort=False):
         named = grp.assign(words=grp["items"].map(lambda kind: _words("items", kind))).to_dict("records")
-        kappas = [(side(e, 0.0), f"{e.name} ({e.cell()})") for e in estimates(named, "kappa", "low", "high", "words")]
-        parts = [T(f"takeaways.kappa_sides.{s}", items=", ".join(k for where, k in kappas if where == s))
-                 for s in ("above", "contains", "below", "none") if any(where == s for where, _ in kappas)]  # fmt: skip
+        alphas = [(side(e, 0.0), f"{e.name} ({e.cell()})") for e in estimates(named, "alpha", "low", "high", "words")]
+        parts = [T(f"takeaways.alpha_sides.{s}", items=", ".join(k for where, k in alphas if where == s))
+                 for s in ("above", "contains", "below", "none") if any(where == s for where, _ in alphas)]  # fmt: skip
         out.append(T("takeaways.agreement", a=a, b=b, parts="; ".join(parts)))
     return out
 
@@ -391,7 +407,7 @@ def _health_takeaway(c: Comparison) -> str | None:
 
 
 def takeaways_items(c: Comparison) -> list[str]:
-    """Who was compared, where the intervals rank or separate the judges, kappa against chance, the stand-ins."""
+    """Who was compared, where the intervals rank or separate the judges, alpha against chance, the stand-ins."""
     if not c.runs:
         return [T("takeaways.none")]
     simulated = [r.name for r in c.runs if r.kind == "simulated"]
@@ -403,7 +419,7 @@ def takeaways_items(c: Comparison) -> list[str]:
         T("takeaways.one_run") if len(c.runs) < 2 else None,
         _health_takeaway(c),
         *(_contest(c, metric) for metric in _CONTESTS),
-        *(_agreement_takeaways(c.agreement) if "kappa" in c.agreement else []),
+        *(_agreement_takeaways(c.agreement) if "alpha" in c.agreement else []),
         T("takeaways.stand_in", chapters=and_join([str(n) for n in stand_ins]), s="s" if len(stand_ins) > 1 else "")
         if stand_ins else None,
     ]  # fmt: skip
