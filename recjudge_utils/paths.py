@@ -35,6 +35,27 @@ def project_root() -> Path | None:
     return None
 
 
+def shown_path(path: Path | str) -> str:
+    """``path`` as the book's outputs print it, never as this machine's absolute path: relative to the repository
+    (``data/ml-100k``), else under the folder an environment variable names (``$RECJUDGE_DATA_DIR/ml-100k``,
+    ``$RECJUDGE_RUNS_DIR/...``), else under the home folder (``~/.cache/recjudge/data/ml-100k``), else its last part
+    (``.../ml-100k``). Outputs are read (and shared, in a run's archive or the built book) by people on other
+    machines, for whom where a folder sits on this one says nothing and may say too much."""
+    target = Path(path).expanduser().resolve()
+    root = project_root()
+    bases = [(root.resolve(), "")] if root is not None else []
+    bases += [(Path(v).expanduser().resolve(), f"${env}") for env in ("RECJUDGE_DATA_DIR", "RECJUDGE_RUNS_DIR")
+              if (v := os.environ.get(env))]  # fmt: skip
+    bases.append((Path.home().resolve(), "~"))
+    for base, label in bases:
+        if target == base or base in target.parents:
+            rel = target.relative_to(base).as_posix()
+            if not label:
+                return rel
+            return label if rel == "." else f"{label}/{rel}"
+    return f".../{target.name}"
+
+
 def _home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "recjudge"
 

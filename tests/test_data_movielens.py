@@ -20,7 +20,7 @@ from recjudge_utils.data import (
 )
 from recjudge_utils.data.movielens import ML100K_GENRES, load_ml1m, load_ml100k
 from recjudge_utils.data.standins import PROXY_LABEL, level_targets
-from recjudge_utils.paths import data_dir
+from recjudge_utils.paths import data_dir, project_root, shown_path
 
 FIX = Path(__file__).parent / "fixtures" / "data"
 
@@ -46,6 +46,30 @@ def test_ml100k_original_files() -> None:
     assert users.loc[3, "zip_code"] == "05201"  # leading zero kept
     assert users.loc[2, "gender"] == "F" and users.loc[2, "age"] == 53
     assert ds.is_real and "Harper" in ds.source and "u.data" in ds.source
+
+
+def test_a_datasets_provenance_never_prints_the_machines_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loader's provenance (printed by every chapter that loads data, and kept in ``Dataset.source``) names the
+    folder relative to the repository, the data folder's variable or the home folder: chapter outputs are read on
+    other machines, and the book is shared."""
+    repo = project_root()
+    assert repo is not None  # the tests run from a checkout
+    ds = load_ml100k(FIX / "ml-100k-recbole")
+    printed = capsys.readouterr().out
+    assert "into tests/fixtures/data/ml-100k-recbole. " in ds.source and f"Source: {ds.source}" in printed
+    assert str(repo) not in ds.source + printed
+    monkeypatch.setenv("RECJUDGE_DATA_DIR", str(tmp_path / "data"))
+    moved = copy_fixture("ml-100k", tmp_path / "data")
+    assert "files (u.data, u.item, u.user) in $RECJUDGE_DATA_DIR/ml-100k. " in load_ml100k(moved, verbose=False).source
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("RECJUDGE_DATA_DIR")
+    assert shown_path(tmp_path / "home" / ".cache" / "recjudge" / "data") == "~/.cache/recjudge/data"
+    assert shown_path(tmp_path / "elsewhere" / "ml-1m") == ".../ml-1m"
+    assert shown_path(repo / "data" / "ml-100k") == "data/ml-100k"
+    for shown in (shown_path(p) for p in (tmp_path, repo / "data", Path.home())):
+        assert not shown.startswith("/"), shown
 
 
 def test_ml100k_recbole_atomic_files_match_original() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..paths import shown_path
 from ._common import (
     DataFormatError,
     Dataset,
@@ -95,7 +96,7 @@ def load_serendipity_pairs(
     pairs = serendipity_proxy_from_movielens(ds, n_history=n_history, **options)  # type: ignore[arg-type]
     if verbose:
         print(
-            f"Serendipity-2018 is not in {dataset_folder('serendipity-2018', data_dir)}; using the "
+            f"Serendipity-2018 is not in {shown_path(dataset_folder('serendipity-2018', data_dir))}; using the "
             f"{pairs.label}: {len(pairs.pairs):,} pairs, g counts "
             + ", ".join(f"{k}:{v}" for k, v in pairs.g_distribution().items())
         )

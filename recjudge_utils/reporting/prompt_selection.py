@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import textwrap
 from collections.abc import Sequence
+from os import PathLike
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -18,6 +19,7 @@ from recjudge_utils.data.serendipity2018 import SERENDIPITY_STATEMENTS
 from recjudge_utils.experiments.prompt_selection import PromptSelectionRun
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.paper_tables import paper_table
+from recjudge_utils.paths import shown_path
 from recjudge_utils.reporting.answer_health import NO_PARSED, health_sentence, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, admonition, judge_caveat, stand_in_note
 from recjudge_utils.reporting.cells import estimate_cell
@@ -273,7 +275,8 @@ def distribution_figure(run: PromptSelectionRun) -> Figure:
 
 def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
     """The selected template, where it was written, and whether the choice is statistically clear."""
-    where, n, choice = f" -> {path}" if path is not None else "", len(run.eval_pairs), run.paper_choice
+    shown = shown_path(path) if isinstance(path, str | PathLike) else path  # never the machine's absolute path
+    where, n, choice = f" -> {shown}" if path is not None else "", len(run.eval_pairs), run.paper_choice
     if run.selected is None:
         return [T("selection.none", health=health_sentence(_health(run)), where=where), T("selection.none_then")]
     lines = [T("selection.selected", t=run.selected, cell=_cell(run.summary.loc[run.selected]), where=where)]
