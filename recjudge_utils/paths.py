@@ -35,7 +35,7 @@ def project_root() -> Path | None:
     return None
 
 
-def shown_path(path: Path | str) -> str:
+def shown_path(path: os.PathLike[str] | str) -> str:
     """``path`` as the book's outputs print it, never as this machine's absolute path: relative to the repository
     (``data/ml-100k``), else under the folder an environment variable names (``$RECJUDGE_DATA_DIR/ml-100k``,
     ``$RECJUDGE_RUNS_DIR/...``), else under the home folder (``~/.cache/recjudge/data/ml-100k``), else its last part

@@ -275,7 +275,7 @@ def distribution_figure(run: PromptSelectionRun) -> Figure:
 
 def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
     """The selected template, where it was written, and whether the choice is statistically clear."""
-    shown = shown_path(path) if isinstance(path, str | PathLike) else path  # never the machine's absolute path
+    shown = shown_path(str(path)) if isinstance(path, str | PathLike) else path  # never the machine's absolute path
     where, n, choice = f" -> {shown}" if path is not None else "", len(run.eval_pairs), run.paper_choice
     if run.selected is None:
         return [T("selection.none", health=health_sentence(_health(run)), where=where), T("selection.none_then")]
