@@ -143,9 +143,8 @@ def test_check_notebooks_reports_outputs_and_unreadable_parameters(tmp_path: Pat
     assert problems(clean) == []
     hidden = tmp_path / "hidden.ipynb"
     write_notebook(hidden, 'judge = "embedded"  # "embedded" = the default profile\nn_users = 3', ["x = 1"])
-    assert problems(hidden) == [
-        "hidden.ipynb: papermill cannot read parameter 'judge' (is there an '=' in its comment?)"
-    ]
+    (problem,) = problems(hidden)  # the file, the parameter and the cause
+    assert problem.startswith("hidden.ipynb: ") and "parameter 'judge'" in problem and "'='" in problem
     nb = nbformat.read(clean, as_version=4)
     nb.cells[-1].outputs = [nbformat.v4.new_output("stream", text="3\n")]
     nb.cells[-1].execution_count = 1

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from claims import numbers_in
 
 from recjudge_utils.book.usage import earlier_calls, plan_summary, token_rule
 from recjudge_utils.experiments.reevaluation import ReevaluationConfig, ReevaluationData
@@ -213,7 +214,8 @@ def test_remote_token_rule_is_chars_over_4_without_earlier_runs(tmp_path: Path) 
     write_plan(tmp_path / "plan", identity, [("t", "x" * 394, '{"score": 3}')])
     rule = token_rule(profile, tmp_path / "plan", ["nb"])
     assert rule.prompt == "chars/4 (no earlier run of this judge)"
-    assert rule.completion.startswith("chars/4 of the simulated judge's answers (no earlier run")
+    assert rule.completion.startswith("chars/4") and "simulated" in rule.completion  # uncalibrated:
+    assert "no earlier run" in rule.completion and "measured" not in rule.completion
     table = plan_summary(tmp_path / "plan", profile, ["nb"])
     assert table.loc[0, "prompt_tokens"] == 100 and table.loc[0, "completion_tokens"] == 3  # 400 / 4, 12 / 4
     assert table.attrs["prompt_token_rule"] == rule.prompt
@@ -231,9 +233,11 @@ def test_remote_token_rule_calibrated_by_earlier_calls_of_the_same_judge(tmp_pat
         tmp_path / "plan", {"backend": "openai", "endpoint": endpoint, "model": model}, [("t", "x" * 394, "a" * 40)]
     )
     rule = token_rule(profile, tmp_path / "plan", ["nb"])
-    assert rule.prompt == "chars/4 x 1.50 (measured on 1 earlier calls of this judge)"
+    assert rule.prompt.startswith("chars/4") and "measured" in rule.prompt
+    assert numbers_in(rule.prompt) == [4, 1.5, 1]  # chars/4 x 1.50, measured on 1 earlier call
     # completions: the sim's 40 characters (10 tokens) against 40 actual tokens per call: x 4
-    assert rule.completion.startswith("chars/4 of the simulated answers x 4.00 (per template, measured on 1 earlier")
+    assert rule.completion.startswith("chars/4") and "per template" in rule.completion
+    assert numbers_in(rule.completion) == [4, 4.0, 1]  # chars/4 x 4.00, measured on 1 earlier call
     table = plan_summary(tmp_path / "plan", profile, ["nb"])
     assert table.loc[0, "prompt_tokens"] == 150 and table.loc[0, "completion_tokens"] == 40
 
@@ -243,8 +247,8 @@ def test_embedded_token_rule_counts_with_smollm2_tokenizer(tmp_path: Path) -> No
     prompt = "The user watched Heat (1995), Casino (1995) and Fargo (1996). Rate the candidate: Toy Story (1995)."
     write_plan(tmp_path / "plan", {"backend": "embedded", "endpoint": "local:x", "model": "m"}, [("t", prompt, "{}")])
     rule = token_rule(profile, tmp_path / "plan", ["nb"])
-    assert rule.prompt.startswith("SmolLM2 tokenizer with its chat template on 1 sampled requests")
-    assert rule.completion.startswith("the simulated judge's answers through the SmolLM2 tokenizer")
+    assert rule.prompt.startswith("SmolLM2 tokenizer") and numbers_in(rule.prompt)[0] == 1  # sampled request
+    assert "SmolLM2 tokenizer" in rule.completion and "no earlier run" in rule.completion
     tokenizer = ChatTokenizer()
     try:
         messages = [{"role": "system", "content": "Judge."}, {"role": "user", "content": prompt}]
@@ -304,7 +308,8 @@ def test_plan_method_names_the_stand_ins_and_the_counts_caveat(tmp_path: Path) -
     ]
     (folder / METHODS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
     method = _plan_method(tmp_path, "nb")
-    assert method["requests"] == "stand-in lists for: bprmf, deepfm x2 (calls: about the most a run makes)"
+    requests = method["requests"]  # stand-ins by name, one trained twice, and the caveat the note brings
+    assert requests.startswith("stand-in lists") and "bprmf, deepfm x2" in requests and "about the most" in requests
     assert method["fitted_without_training"] == "pop" and method["notes"] == ["each distinct pair is one call"]
     assert json.loads((folder / "plan_method.json").read_text()) == method
     (folder / METHODS_FILE).write_text(json.dumps({"model": "bprmf", "method": "stored"}) + "\n")

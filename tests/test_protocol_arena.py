@@ -120,7 +120,7 @@ def test_render_profile_history_and_lists(items, train, users, scripted_judge):
     system, user_msg = judge.messages(1, [2, 4, 6], [8, 10, 1])
     assert system["role"] == "system" and user_msg["role"] == "user"
     # the system message is the role-play sentence alone: no per-user content, no aspects, no answer format
-    assert "role of a user of a movie recommendation platform" in system["content"]
+    assert "role of a user" in system["content"]
     assert "Movie" not in system["content"] and "writer" not in system["content"]
     assert "Accuracy" not in system["content"] and '"overall"' not in system["content"]
     text = user_msg["content"]
