@@ -94,8 +94,8 @@ def test_takeaways_claim_a_lead_only_when_the_ci_separates_it() -> None:
     assert affirms(items[0], r"BPRMF.*highest Precision_acc@20")
     assert interval_after(items[0], "Precision_acc@20") == (9.0, 8.0, 10.0)
     assert says_higher(items[0], "its CI", "every other") and not says_no_ranking(items[0])  # a clear lead
-    assert "BPRMF has the highest Precision_ser@20" in items[1] and "it leads" in items[1]
-    assert items[2].startswith("BPRMF, KFN clear the random floor")  # both, in order, and no other RS
+    assert affirms(items[1], r"BPRMF.*highest Precision_ser@20") and says_higher(items[1], "its CI", "every other")
+    assert items[2].startswith("BPRMF, KFN ") and says_higher(items[2], "CI", "Random")  # both, in order, no other
     # BPRMF's [2.6, 3.4] is the only Avg.Score CI wholly outside 2.1-2.4
     assert counts_in(items[3]) == [(1, 3)] and affirms(items[3], "outside")
     assert numbers_in(items[3])[:5] == [20, 2.0, 3.0, 2.1, 2.4]  # Avg.Score@20: our span, the paper's
@@ -108,7 +108,7 @@ def test_takeaways_say_the_run_cannot_rank_when_the_cis_overlap() -> None:
     assert "KFN" in overlap and "Random" in overlap and says_no_ranking(items[0])
     assert interval_after(items[0], "Precision_acc@20") == (5.0, 3.0, 7.0)
     assert "cannot rank" in items[1] and not any("leads" in item for item in items)
-    assert items[2].startswith("No recommender's Precision_ser@20 CI lies above Random's")
+    assert denies(items[2], r"Precision_ser@20 CI.*above Random") and not says_higher(items[2], "CI", "Random")
     assert denies(items[3], "contradict") and "outside" not in items[3] and not counts_in(items[3])
     assert numbers_in(items[3])[:5] == [20, 2.2, 2.3, 2.1, 2.4]
     assert items[4].startswith("The serendipity columns are the simulated judge's")
