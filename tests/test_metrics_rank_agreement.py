@@ -36,6 +36,8 @@ def test_tau_ap_on_hand_computed_rankings() -> None:
         0.5 * (top + tau_ap(np.array([3.0, 4.0, 2.0, 1.0]), scores))
     )
     assert math.isnan(tau_ap(np.array([1.0]), np.array([2.0])))
+    # a constant ranking has no order: no tau_AP either way round (tau-b is NaN there too)
+    assert math.isnan(tau_ap(np.full(4, 4.0), scores)) and math.isnan(tau_ap(scores, np.full(4, 0.5)))
 
 
 def test_split_half_reliability_is_high_for_a_clear_order_and_near_zero_for_noise() -> None:

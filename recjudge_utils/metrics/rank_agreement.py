@@ -49,12 +49,13 @@ def tau_ap(scores: np.ndarray, reference: np.ndarray) -> float:
     """tau_AP of the ranking by ``scores`` (higher first) against the ranking by ``reference``: with C(i) the items
     above the i-th of the ``scores`` ranking that ``reference`` also puts above it, 2 / (N - 1) * sum over i >= 2 of
     C(i) / (i - 1), less 1. A tie in ``reference`` counts half; ties in ``scores`` are broken by position. NaN
-    below two systems with both values."""
+    below two systems with both values, or when either ranking is constant (no order to agree with: tau-b is then
+    NaN too, and a tau_AP of 0 beside it would read as "no relation")."""
     a, b = np.asarray(scores, dtype=float), np.asarray(reference, dtype=float)
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
     n = len(a)
-    if n < 2:
+    if n < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan
     order = np.argsort(-a, kind="stable")
     ref = b[order]
