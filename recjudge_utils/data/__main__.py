@@ -1,5 +1,5 @@
-"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME, export-split NAME}`` (also
-``recjudge-data``)."""
+"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME, export-split NAME, check FOLDER}``
+(also ``recjudge-data``)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,19 @@ def _cmd_export_split(name: str, fold: int, out: str, force: bool, data_dir: str
     return 0
 
 
+def _cmd_check(folder: str) -> int:
+    """Read and check a folder dataset, print what was assumed and its statistics; exit 2 on a bad dataset."""
+    from .folder import check_report, load_folder_dataset
+
+    try:
+        ds = load_folder_dataset(folder, verbose=False)
+    except DataFormatError as exc:
+        print(f"{folder}: refused: {exc}", file=sys.stderr)
+        return 2
+    print(check_report(ds))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The data command; returns its exit code."""
     parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
@@ -100,11 +113,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument(
         "--force", action="store_true", help="replace a non-empty --out folder (once the export is complete)"
     )
+    c = sub.add_parser(
+        "check",
+        help="check a dataset folder (RecBole atomic files or interactions.csv|tsv|parquet, optional recjudge.yaml) "
+        "and print its statistics and what the judge will see of an item",
+    )
+    c.add_argument("folder", help="the dataset's folder")
     args = parser.parse_args(argv)
     if args.command == "list":
         return _cmd_list(args.data_dir)
     if args.command == "fetch":
         return _cmd_fetch(args.name, args.data_dir)
+    if args.command == "check":
+        return _cmd_check(args.folder)
     if args.command == "export-split":
         return _cmd_export_split(args.name, args.fold, args.out, args.force, args.data_dir)
     return _cmd_info(args.name, args.data_dir)
