@@ -399,3 +399,31 @@ def test_a_good_dataset_passes_every_check_in_each_layout(tmp_path: Path) -> Non
     for folder in (BOOKS / "recbole", BOOKS / "csv", tmp_path / "parquet"):
         ds = load_folder_dataset(folder, verbose=False)
         assert np.isfinite(ds.interactions["rating"]).all() and ds.extra["assumptions"]
+
+
+@pytest.mark.parametrize("time_span", [10, 2**45])  # packed into one sort key / too wide for that: np.lexsort
+def test_interactions_are_sorted_exactly_as_tidy_interactions_sorts(time_span: int) -> None:
+    from recjudge_utils.data._common import tidy_interactions
+    from recjudge_utils.data.folder import _sorted_interactions
+
+    rng = np.random.default_rng(7)
+    n = 5_000
+    user, item = rng.integers(0, 30, n), rng.integers(0, 200, n)
+    ts, rating = rng.integers(0, time_span, n) - 3, rng.integers(1, 6, n).astype("float64")  # ties in all keys
+    expected = tidy_interactions(pd.DataFrame({"user": user, "item": item, "rating": rating, "timestamp": ts}))
+    pd.testing.assert_frame_equal(_sorted_interactions(user, item, rating, ts), expected)
+
+
+def test_csv_quoted_field_with_a_line_break_and_line_numbers_after_it(tmp_path: Path) -> None:
+    folder = tmp_path / "quoted"
+    folder.mkdir()
+    (folder / "interactions.csv").write_text("user,item,rating\na,1,5\nb,2,4\n")
+    (folder / "items.csv").write_text('item,title,genres\n1,"Two\nlines, one title",x\n2,Plain,y\n2,Again,z\n')
+    msg = refused(folder)
+    assert msg.endswith(
+        "items.csv: line 5: duplicate item id 2 in column 'item' (first at line 4); each item appears once in items.csv"
+    )
+    (folder / "items.csv").write_text('item,title,genres\n1,"Two\nlines, one title",x\n2,Plain,y\n')
+    ds = load_folder_dataset(folder, verbose=False)
+    assert ds.items.set_index("item").loc[1, "title"] == "Two\nlines, one title"
+    assert item_texts(ds, [1]) == {1: "Two lines, one title (genres: x)"}

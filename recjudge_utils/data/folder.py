@@ -47,7 +47,7 @@ import yaml
 
 from ..paths import shown_path
 from ..registry import suggestion
-from ._common import DataFormatError, Dataset, tidy_interactions, unix_seconds
+from ._common import DataFormatError, Dataset, unix_seconds
 from .card import CARD_FILE, CardColumns, CardItems, CardRatings, DatasetCard, card_line, read_card
 from .stats import dataset_statistics
 
@@ -272,13 +272,14 @@ def _read_table(path: Path, fmt: Format) -> _Table:
         delimiter="," if fmt == "csv" else "\t",
         quote_char='"' if fmt == "csv" else False,
         double_quote=fmt == "csv",
+        newlines_in_values=fmt == "csv",  # a quoted CSV field may hold a line break (a description, a review)
     )
     convert = pacsv.ConvertOptions(
         column_types=dict.fromkeys(names, pa.string()),
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
     )
-    read = pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24)
+    read = pacsv.ReadOptions(column_names=names, skip_rows=1)
     try:
         data = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
     except pa.ArrowInvalid as exc:
@@ -733,13 +734,14 @@ def load_folder_dataset(path: Path | str, verbose: bool = True) -> Dataset:
     (i_inter, *i_rest), item_map = _encode(
         [inter_items] + ([cat_items] if cat_items is not None else []), items_int, "item"
     )
-    interactions = tidy_interactions(
-        pd.DataFrame({"user": u_inter, "item": i_inter, "rating": ratings, "timestamp": timestamps})
-    )
+    del inter, inter_users, inter_items  # the file's text is codes and numbers now: free it before the sort
+    interactions = _sorted_interactions(u_inter, i_inter, ratings, timestamps)
+    del u_inter, i_inter, ratings, timestamps
 
     # ---- the catalogue
-    items_card, items = _items_frame(ref, items_t, item_col, i_rest[0] if i_rest else None, i_inter, item_map,
-                                     inter_items, assumptions)  # fmt: skip
+    items_card, items = _items_frame(
+        ref, items_t, item_col, i_rest[0] if i_rest else None, interactions["item"].to_numpy(), item_map, assumptions
+    )
     users = _users_frame(users_t, user_col, u_rest[0] if u_rest else None, user_map)
 
     name = card.name or folder.resolve().name
@@ -790,6 +792,36 @@ def load_folder_dataset(path: Path | str, verbose: bool = True) -> Dataset:
     return ds
 
 
+def _sort_order(*keys: np.ndarray) -> np.ndarray:
+    """The stable order by ``keys`` (first key first): one packed int64 key when the keys' ranges fit in 62 bits
+    (a single stable argsort is several times faster than ``np.lexsort`` on three keys), else ``np.lexsort``."""
+    spans = [int(k.max()) - int(k.min()) + 1 if len(k) else 1 for k in keys]
+    if math.prod(spans) < 2**62:
+        packed = np.zeros(len(keys[0]), dtype="int64")
+        for key, span in zip(keys, spans, strict=True):
+            packed *= span
+            packed += key.astype("int64", copy=False) - int(key.min())
+        return np.argsort(packed, kind="stable")
+    return np.lexsort(tuple(reversed(keys)))
+
+
+def _sorted_interactions(user: np.ndarray, item: np.ndarray, rating: np.ndarray, ts: np.ndarray) -> pd.DataFrame:
+    """What :func:`~recjudge_utils.data._common.tidy_interactions` returns for these columns (int64, int64, float64,
+    int64, sorted stably by user, timestamp, item), made with one ``np.lexsort`` and without its frame copies (a
+    10 M-interaction dataset is 320 MB a copy)."""
+    order = _sort_order(user, ts, item)
+    frame = pd.DataFrame(
+        {
+            "user": user.astype("int64", copy=False)[order],
+            "item": item.astype("int64", copy=False)[order],
+            "rating": rating.astype("float64", copy=False)[order],
+            "timestamp": ts.astype("int64", copy=False)[order],
+        },
+        copy=False,
+    )
+    return frame
+
+
 def assumptions_block(ds: Dataset) -> str:
     """The assumptions of a folder dataset as one block of text (what the card did not say)."""
     lines = ds.extra.get("assumptions", [])
@@ -808,7 +840,7 @@ def _refuse_duplicates(table: _Table, col: str, values: pa.Array, role: str) -> 
         first = int(np.flatnonzero((ids == ids.iloc[row]).to_numpy())[0])
         place = table.place(first)
         raise DataFormatError(
-            f"{table.where(row)}: duplicate {role} id {ids.iloc[row]!r} in column {col!r} (first at {place}); "
+            f"{table.where(row)}: duplicate {role} id {values[row].as_py()!r} in column {col!r} (first at {place}); "
             f"each {role} appears once in {table.path.name}"
         )
 
@@ -826,7 +858,6 @@ def _items_frame(
     cat_codes: np.ndarray | None,
     inter_codes: np.ndarray,
     item_map: pd.DataFrame | None,
-    inter_ids: pa.Array,
     assumptions: list[str],
 ) -> tuple[CardItems, pd.DataFrame]:
     ci = ref.card.items
@@ -855,7 +886,10 @@ def _items_frame(
     if genres is not None and genres not in lists:
         lists.append(genres)
     if ci.lists is None and lists:
-        how = "space-separated (RecBole token_seq)" if table.fmt == "recbole" else f"separated by {ci.list_separator!r}"
+        how = {
+            "recbole": "space-separated (RecBole token_seq)",
+            "parquet": f"Parquet lists (or text separated by {ci.list_separator!r})",
+        }.get(table.fmt, f"separated by {ci.list_separator!r}")
         assumptions.append(f"list columns: {', '.join(repr(c) for c in lists)}, {how}")
     describe = list(ci.describe) if ci.describe is not None else [c for c in (title, genres) if c]
     if ci.describe is None:
