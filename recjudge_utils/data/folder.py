@@ -332,12 +332,10 @@ def _id_values(table: _Table, col: str, role: str) -> pa.Array:
         raise DataFormatError(f"{table.where(row)}: column {col!r} (the {role} id) is empty")
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64())
-    if pa.types.is_floating(arr.type):
+    if pa.types.is_floating(arr.type):  # e.g. a Parquet column pandas wrote as float
         values = arr.to_numpy(zero_copy_only=False)
         if np.all(values == np.floor(values)):
             return pa.array(values.astype("int64"))
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        return arr.cast(pa.string())
     return arr.cast(pa.string())
 
 
