@@ -236,3 +236,20 @@ def test_the_run_summary_says_which_template_chapter_7_uses_and_why(tmp_path: Pa
     )
     save_selected_template("ltm", path)
     assert template_selection_line(path) == "template selection: chapter 1 selected ltm; chapter 7 judges with it"
+
+
+@pytest.mark.book
+@pytest.mark.skipif(ROOT is None, reason="needs a checkout with notebooks/")
+def test_a_plan_made_before_any_model_is_trained_counts_at_least_the_calls_chapter_2_then_made(
+    knob_runs: Path, isolated_runs: Path
+) -> None:
+    # chapter 2 judges each distinct (user, item) pair once, so its count depends on how much trained lists overlap:
+    # a plan made before anything is trained renders stand-in lists (which never overlap) and must not count fewer
+    mixed = json.loads((knob_runs / "mixed" / "manifest.json").read_text())
+    actual = {r["notebook"]: r for r in mixed["actual"]["notebooks"]}["02_rs_reevaluation"]
+    profile = load_profile({"name": "sim-mixed", "backend": "sim", "model": "sim", "options": KNOBS["mixed"]})
+    assert not (isolated_runs / "artifacts").exists()  # nothing trained: the plan cannot use stored models
+    planned = book.plan(profile, "stand-in", only=["02"], root=ROOT)
+    row = {r["notebook"]: r for r in planned["notebooks"]}["02_rs_reevaluation"]
+    assert row["requests"].startswith("stand-in lists for:"), row["requests"]
+    assert row["calls"] >= actual["calls"] > 0, (row["calls"], actual["calls"])

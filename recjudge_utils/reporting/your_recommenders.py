@@ -340,7 +340,8 @@ def curve_figure(run: YourRecommendersRun) -> Figure | MySTText:
     if curve.empty:
         return myst(T("power.no_curve"))
     measures = [m for m in run.measures if m in set(curve["measure"])]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.0))
+    # one x axis for both panels: the swap rate needs two disjoint subsets (2n users), so it may stop early
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.0), sharex=True)
     colours = palette(len(measures))
     for k, m in enumerate(measures):
         part = curve[curve["measure"] == m]
