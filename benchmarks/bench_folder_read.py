@@ -16,6 +16,7 @@ about 1.5 GB of temporary disk), or ``--small`` for 100 k and 1 M.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -154,4 +155,6 @@ if __name__ == "__main__":
     elif len(sys.argv) == 5 and sys.argv[1] == "--write":
         writer(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
-        main(small="--small" in sys.argv[1:])
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("--small", action="store_true", help="100 k and 1 M interactions instead of 1 M and 10 M")
+        main(small=parser.parse_args().small)
