@@ -214,9 +214,7 @@ class LocalServer:
             return self.process.poll() is None
         try:
             os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # another user's process: not the one shared with us
+        except (ProcessLookupError, PermissionError):  # gone, or another user's process: not the one shared with us
             return False
         return True
 
@@ -461,7 +459,8 @@ def get_local_server(
         model = gguf_path()
         program = server_program()
         assert program is not None
-        srv = _shared_server(settings, f"{gguf_identity(model)}:{program.identity}")
+        identity = f"{gguf_identity(model)}:{program.identity}"
+        srv = _shared_server(settings, identity)
         if srv is not None:
             _servers[memo] = srv
             return srv
@@ -473,7 +472,7 @@ def get_local_server(
             startup_timeout=startup_timeout,
             log_dir=log_dir,
         )
-        srv.identity = f"{gguf_identity(model)}:{program.identity}"
+        srv.identity = identity
         # informative only (build_info, slots, template): the identity comes from the build itself
         with contextlib.suppress(Exception), urllib.request.urlopen(srv.root_url + "/props", timeout=10) as resp:
             srv.props = json.loads(resp.read())
