@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .domain import NEUTRAL_DOMAIN, DomainWords
+
 _INTERACTION_COLUMNS = ("user", "item", "rating", "timestamp")
 ITEM_COLUMNS = ("item", "title", "genres")
 
@@ -52,6 +54,8 @@ class Dataset:
     is_real: bool
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # the words every prompt uses for this dataset's items (from its card; neutral words when there is none)
+    domain: DomainWords = NEUTRAL_DOMAIN
 
     @property
     def display_label(self) -> str:
@@ -322,6 +326,8 @@ class SerendipityPairs:
     is_real: bool
     source: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # the words every prompt uses for this dataset's items (from its card; neutral words when there is none)
+    domain: DomainWords = NEUTRAL_DOMAIN
 
     @property
     def display_label(self) -> str:

@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..registry import suggestion
 from ._common import DataFormatError
+from .domain import NEUTRAL_DOMAIN, DomainWords
 
 __all__ = [
     "CARD_FILE",
@@ -121,25 +122,6 @@ class CardUsers(_Strict):
     """User columns that form a profile."""
 
     profile: list[str] = Field(default_factory=list, description="user columns the judge sees, in order")
-
-
-class DomainWords(_Strict):
-    """The words every prompt uses for this dataset's items."""
-
-    item: str = Field(..., min_length=1, description="singular item noun: movie, book, product")
-    items: str = Field(..., min_length=1, description="plural item noun: movies, books, products")
-    consumed: str = Field(..., min_length=1, description="verb for consuming one: watched, read, bought")
-    platform: str = Field(..., min_length=1, description="kind of platform: movie, book, online shop (default: item)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _platform(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("platform") is None and isinstance(data.get("item"), str):
-            return {**data, "platform": data["item"]}
-        return data
-
-
-NEUTRAL_DOMAIN = DomainWords(item="item", items="items", consumed="interacted with", platform="online")
 
 
 class DatasetCard(_Strict):
