@@ -50,6 +50,7 @@ from recjudge_utils.book.runner import (
     parameter_cell,
     parse_parameter_value,
     plan,
+    resolve_dataset_parameters,
     run,
     run_dir,
     select_notebooks,
@@ -381,6 +382,8 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
         return 0
     check_parameter_names(name for name, _ in args.parameter)  # before any profile is checked or notebook runs
     parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
+    # a folder dataset is read and checked once here: a bad one is refused before any notebook runs
+    parameters = resolve_dataset_parameters(parameters, check=True)
     run_dir(args.run)
     check_selection(args.only, parameters, root)
     profile = profile_from_args(args)

@@ -2,9 +2,10 @@
 
 Jupyter Book's own execution cache (jupyter-cache) keys a notebook by its code cells alone; a chapter here also
 depends on its papermill parameters (the judge profile among them), on the package it imports (prompts, metrics,
-reporting texts), on the data folder and, for the chapter that reads every run, on the other runs' results. The
-key of :func:`notebook_key` covers all of them, so a notebook is executed again exactly when one of them changed;
-the runner writes the key into the run's manifest, and ``--force`` executes regardless.
+reporting texts), on the data folder (and a folder dataset its ``dataset`` parameter names) and, for the chapter
+that reads every run, on the other runs' results. The key of :func:`notebook_key` covers all of them, so a notebook
+is executed again exactly when one of them changed; the runner writes the key into the run's manifest, and
+``--force`` executes regardless.
 
 What the key leaves out, on purpose: the judge answer cache (the same profile and requests give the same cached
 answers, and a missing one would be asked again by the executed notebook, which is what re-executing is for) and
@@ -22,9 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import recjudge_utils
+from recjudge_utils.data import is_dataset_name
 from recjudge_utils.paths import MANIFEST_FILE, data_dir, runs_dir
 
-__all__ = ["book_key", "data_digest", "notebook_key", "package_digest", "plan_key", "runs_digest"]
+__all__ = [
+    "book_key",
+    "data_digest",
+    "dataset_folder_digest",
+    "notebook_key",
+    "package_digest",
+    "plan_key",
+    "runs_digest",
+]
 
 #: bump when what a key covers changes, so keys written by an earlier version never match
 _KEY_VERSION = 1
@@ -70,6 +80,15 @@ def data_digest(folder: Path | None = None) -> str:
     return h.hexdigest()
 
 
+def dataset_folder_digest(parameters: Mapping[str, Any]) -> dict[str, str]:
+    """The folder dataset a notebook's ``dataset`` parameter names (a path, not a dataset name), by
+    :func:`data_digest`: a folder outside the data folder changes without changing the data folder's digest."""
+    value = parameters.get("dataset")
+    if isinstance(value, str) and not is_dataset_name(value) and Path(value).is_dir():
+        return {value: data_digest(Path(value))}
+    return {}
+
+
 def runs_digest(exclude: str | None = None) -> str:
     """Every run's judge and status and every ``results.json``: what the chapter reading all runs shows."""
     root = runs_dir()
@@ -109,6 +128,8 @@ def notebook_key(
             "package": package_digest(),
             "data": data_digest(),
             "other_runs": other_runs,
+            # only when there is one: the keys of the named datasets' runs stay what they were
+            **({"dataset_folder": folder} if (folder := dataset_folder_digest(parameters)) else {}),
         }
     )
 
@@ -118,12 +139,14 @@ def plan_key(notebooks: Mapping[Path, Mapping[str, Any]], scale: str) -> str:
 
     Not the stored recommenders: a plan is made before its run, and the run that follows stores the models it
     trains; planning again then would count the run's exact requests instead of what was planned before paying."""
+    folders = {k: v for p in notebooks.values() for k, v in dataset_folder_digest(p).items()}
     return _key(
         {
             "notebooks": {nb.name: [hashlib.sha256(nb.read_bytes()).hexdigest(), p] for nb, p in notebooks.items()},
             "scale": scale,
             "package": package_digest(),
             "data": data_digest(),
+            **({"dataset_folders": folders} if folders else {}),
         }
     )
 

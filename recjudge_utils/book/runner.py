@@ -84,6 +84,7 @@ __all__ = [
     "execute_notebook",
     "parameter_cell",
     "parse_parameter_value",
+    "resolve_dataset_parameters",
     "run",
     "run_dir",
     "select_notebooks",
@@ -524,7 +525,7 @@ def _selection(
     if root is None:
         raise ValueError("recjudge_utils.book needs a checkout of the recjudge repository (notebooks/ and book/)")
     notebooks = select_notebooks(root / "notebooks", only)
-    extra = dict(parameters or {})
+    extra = resolve_dataset_parameters(parameters or {})
     check_parameter_names(_scoped(name)[1] for name in extra)
     declared = {nb: declared_parameters(nb) for nb in notebooks}
     known: set[str] = set().union(*declared.values()) - set(_RUNNER_PARAMETERS)
@@ -539,6 +540,31 @@ def _selection(
     if unknown:
         raise ValueError(unknown_parameters_message(sorted(unknown), known, [nb.name for nb in notebooks]))
     return root, declared, extra
+
+
+def resolve_dataset_parameters(parameters: Mapping[str, Any], *, check: bool = False) -> dict[str, Any]:
+    """``parameters`` with every ``dataset`` value (``dataset``, ``02:dataset``, ...) that is not a dataset name made
+    the absolute path of its folder: the notebooks execute in ``notebooks/``, not where the command was typed. A value
+    that is neither a name nor a folder is a ValueError naming both. ``check``: each folder dataset is also read and
+    checked here, once, so that a bad one is refused (a :class:`~recjudge_utils.data.DataFormatError` naming the file,
+    line and problem) before any notebook runs, trains or judges."""
+    from recjudge_utils.data import DATASETS, is_dataset_name
+    from recjudge_utils.data.folder import load_folder_dataset
+
+    out = dict(parameters)
+    for name, value in parameters.items():
+        if _scoped(name)[1] != "dataset" or not isinstance(value, str) or is_dataset_name(value):
+            continue
+        folder = Path(value).expanduser()
+        if not folder.is_dir():
+            raise ValueError(
+                f"-p {name} {value}: neither a dataset name ({', '.join(DATASETS)}){suggestion(value, DATASETS)} "
+                f"nor a folder ({folder.resolve()} {'is a file' if folder.exists() else 'does not exist'})"
+            )
+        out[name] = str(folder.resolve())
+        if check:
+            load_folder_dataset(folder, verbose=False)
+    return out
 
 
 def _scoped(name: str) -> tuple[str, str]:

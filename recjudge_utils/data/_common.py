@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import warnings
 import zlib
 from collections import defaultdict
@@ -61,6 +62,19 @@ class Dataset:
     def display_label(self) -> str:
         """The label for titles, marked ``[STAND-IN]`` when this is not the paper's real data."""
         return self.label if self.is_real else f"{self.label} [STAND-IN]"
+
+    @property
+    def positive_threshold(self) -> float:
+        """The rating at or above which an interaction is a positive, from the dataset's card (``ratings``):
+        ``-inf`` for implicit feedback (every interaction is one); 4, the papers' threshold, for a dataset built
+        without a card."""
+        card = self.extra.get("card")
+        if card is None:
+            return 4.0
+        if card.ratings.implicit:
+            return -math.inf
+        threshold = card.ratings.positive_threshold
+        return 4.0 if threshold is None else float(threshold)
 
     def __repr__(self) -> str:
         n_users = self.interactions["user"].nunique() if len(self.interactions) else 0

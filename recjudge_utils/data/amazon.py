@@ -34,6 +34,7 @@ from ._common import (
     require_keys,
     tidy_interactions,
 )
+from .card import named_card
 from .fetch import DatasetSpec, Download, register_dataset
 
 FILE_SETS = (
@@ -141,15 +142,18 @@ def load_amazon_beauty(folder: Path, verbose: bool = True) -> Dataset:
         }
     )
     source = f"Amazon Beauty {version} files ({review_name}, {meta_name}) in {shown_path(folder)}. {TERMS}"
+    card = named_card("amazon-beauty")
     ds = Dataset(
         name="amazon-beauty",
         interactions=interactions,
         items=items,
         users=None,
-        label=f"Amazon Beauty {version} (real, UCSD/McAuley)",
+        label=str(card.label).format(version=version),
         is_real=True,
         source=source,
+        domain=card.domain_words,
         extra={
+            "card": card,
             "user_ids": user_map,
             "item_ids": item_map,
             "reviews": reviews,

@@ -41,6 +41,7 @@ key for a misspelling).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,10 +64,13 @@ __all__ = [
     "DatasetCard",
     "DomainWords",
     "card_line",
+    "named_card",
     "read_card",
 ]
 
 CARD_FILE = "recjudge.yaml"
+#: the cards of the datasets the package knows by name (``<name>.yaml``), shipped with it
+NAMED_CARDS = Path(__file__).parent / "cards"
 TimeUnit = Literal["s", "ms", "iso"]
 
 
@@ -217,3 +221,15 @@ def read_card(path: Path) -> tuple[DatasetCard, yaml.Node | None]:
         lines = [_message(path, node, e) for e in errors]
         raise DataFormatError("\n".join(lines)) from None
     return card, node
+
+
+@functools.cache
+def named_card(name: str) -> DatasetCard:
+    """The shipped card of a dataset the package knows by name (``data/cards/<name>.yaml``): its label (with
+    ``{option}`` fields its loader fills in), which item columns the judge sees and its domain words. The loaders
+    of the original file layouts take these from here, as a folder dataset takes them from its ``recjudge.yaml``."""
+    path = NAMED_CARDS / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in NAMED_CARDS.glob("*.yaml"))
+        raise KeyError(f"no shipped card for dataset {name!r}{suggestion(name, known)}; cards: {', '.join(known)}")
+    return read_card(path)[0]

@@ -780,6 +780,7 @@ def load_folder_dataset(path: Path | str, verbose: bool = True) -> Dataset:
         is_real=True,
         source=source,
         extra=extra,
+        domain=resolved.domain_words,
     )
     if verbose:
         print(assumptions_block(ds))

@@ -34,6 +34,7 @@ from ._common import (
     tidy_interactions,
     unix_seconds,
 )
+from .card import named_card
 from .fetch import DatasetSpec, Download, register_dataset
 
 _DATE_FORMAT = "%a %b %d %H:%M:%S %z %Y"
@@ -128,15 +129,17 @@ def load_goodreads(folder: Path, genre: str = "poetry", rated_only: bool = False
         f"UCSD Book Graph Goodreads '{genre}' subset (goodreads_interactions_{genre}.json.gz, "
         f"goodreads_books_{genre}.json.gz, goodreads_book_genres_initial.json.gz) in {shown_path(folder)}. {TERMS}"
     )
+    card = named_card("goodreads")
     ds = Dataset(
         name="goodreads",
         interactions=interactions,
         items=items,
         users=None,
-        label=f"Goodreads {genre} (real, UCSD Book Graph)",
+        label=str(card.label).format(genre=genre),
         is_real=True,
         source=source,
-        extra={"user_ids": user_map, "item_ids": item_map, "books_without_metadata": missing_titles},
+        extra={"card": card, "user_ids": user_map, "item_ids": item_map, "books_without_metadata": missing_titles},
+        domain=card.domain_words,
     )
     if verbose:
         print(

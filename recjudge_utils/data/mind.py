@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..paths import shown_path
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions, unix_seconds
+from .card import named_card
 from .fetch import DatasetSpec, register_dataset
 
 _TIME_FORMAT = "%m/%d/%Y %I:%M:%S %p"
@@ -144,15 +145,18 @@ def load_mind(folder: Path, split: str = "train", verbose: bool = True) -> Datas
     user_map = pd.DataFrame({"user": list(user_ids.values()), "original_user_id": list(user_ids.keys())})
     item_map = items[["item", "news_id"]].rename(columns={"news_id": "original_item_id"})
     source = f"MIND {split} split (behaviors.tsv, news.tsv) in {shown_path(folder)}. {TERMS}"
+    card = named_card("mind")
     ds = Dataset(
         name="mind",
         interactions=interactions,
         items=items,
         users=None,
-        label=f"MIND {split} (real, Microsoft News)",
+        label=str(card.label).format(split=split),
         is_real=True,
         source=source,
+        domain=card.domain_words,
         extra={
+            "card": card,
             "behaviors": behaviors,
             "user_ids": user_map,
             "item_ids": item_map,

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..paths import shown_path
 from ._common import DataFormatError, Dataset, read_delimited, require_file, tidy_interactions
+from .card import named_card
 from .fetch import DatasetSpec, Download, register_dataset
 
 ML100K_GENRES: tuple[str, ...] = (
@@ -202,17 +203,22 @@ def load_ml100k(folder: Path, verbose: bool = True) -> Dataset:
             "recbole 1.2.1 wheel on PyPI (recbole/dataset_example/ml-100k/, sha256-verified) into "
             f"{shown_path(folder)}. {GROUPLENS_TERMS}"
         )
+    card = named_card("ml-100k")
     ds = Dataset(
         name="ml-100k",
         interactions=interactions,
         items=items,
         users=users,
-        label="MovieLens-100K (real, GroupLens)",
+        label=str(card.label),
         is_real=True,
         source=source,
+        extra={"card": card},
+        domain=card.domain_words,
     )
     if verbose:
-        print(f"Loaded {ds.label}: {len(interactions):,} ratings, {len(items):,} movies, {len(users):,} users.")
+        print(
+            f"Loaded {ds.label}: {len(interactions):,} ratings, {len(items):,} {ds.domain.items}, {len(users):,} users."
+        )
         print(f"Source: {source}")
     return ds
 
@@ -267,17 +273,23 @@ def load_ml1m(folder: Path, verbose: bool = True) -> Dataset:
         }
     )
     source = f"GroupLens MovieLens-1M (ratings.dat, movies.dat, users.dat) in {shown_path(folder)}. {GROUPLENS_TERMS}"
+    card = named_card("ml-1m")
     ds = Dataset(
         name="ml-1m",
         interactions=tidy_interactions(ratings),
         items=items.sort_values("item").reset_index(drop=True),
         users=users,
-        label="MovieLens-1M (real, GroupLens)",
+        label=str(card.label),
         is_real=True,
         source=source,
+        extra={"card": card},
+        domain=card.domain_words,
     )
     if verbose:
-        print(f"Loaded {ds.label}: {len(ds.interactions):,} ratings, {len(items):,} movies, {len(users):,} users.")
+        print(
+            f"Loaded {ds.label}: {len(ds.interactions):,} ratings, {len(items):,} {ds.domain.items}, "
+            f"{len(users):,} users."
+        )
         print(f"Source: {source}")
     return ds
 

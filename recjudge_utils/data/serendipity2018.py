@@ -50,6 +50,7 @@ from scipy import stats
 
 from ..paths import shown_path
 from ._common import DataFormatError, SerendipityPairs, read_delimited, require_file, round_half_up
+from .card import named_card
 from .fetch import DatasetSpec, Download, register_dataset
 
 SERENDIPITY_STATEMENTS: tuple[str, ...] = ("s1", "s2", "s3", "s4", "s5", "s6")
@@ -59,7 +60,7 @@ PAPER_G_COUNTS: dict[int, int] = {1: 321, 2: 1022, 3: 586, 4: 208, 5: 13}
 G_REVERSE_KEYED: tuple[str, ...] = ()
 #: statements behind the unexpectedness step score, with their direction (s3 is reverse-keyed)
 _UNEXPECTEDNESS_STATEMENTS: tuple[str, ...] = ("s3", "s4", "s5", "s6")
-LABEL = "Serendipity-2018 (real, GroupLens; user-annotated)"
+LABEL = str(named_card("serendipity-2018").label)
 TERMS = (
     "Serendipity-2018 terms: research use only; no redistribution; no endorsement implied; cite Denis Kotkov, "
     "Joseph A. Konstan, Qian Zhao, and Jari Veijalainen. 2018. Investigating Serendipity in Recommender Systems "
@@ -266,6 +267,7 @@ def load_serendipity2018(folder: Path, n_history: int = 10, verbose: bool = True
         label=LABEL,
         is_real=True,
         source=source,
+        domain=named_card("serendipity-2018").domain_words,
         extra={
             "n_without_answers": n_without,
             "n_short_history": n_short,

@@ -205,6 +205,7 @@ def serendipity_proxy_from_movielens(
         label=PROXY_LABEL,
         is_real=False,
         source=source,
+        domain=ds.domain,  # the pairs are the underlying dataset's items
         extra={
             "candidate_g_counts": candidates["g"].value_counts().sort_index(),
             "n_candidates": len(candidates),

@@ -3,7 +3,8 @@ Section 5, Table 3).
 
 ``run(judge, ReevaluationData(dataset, example_pairs), ReevaluationConfig(...))`` runs the protocol fold by fold:
 
-1. ``prepare_folds``: positives (rating >= 4), the temporal global split (:mod:`recjudge_utils.splitting.temporal`,
+1. ``prepare_folds``: positives (rating >= the dataset's positive threshold, 4 for the papers' datasets; every
+   interaction for implicit feedback), the temporal global split (:mod:`recjudge_utils.splitting.temporal`,
    with its unseen-user/item rules), the *evaluation users* of a fold (test users with training history and at
    least one test positive among training items) and a seeded sample of ``n_users`` of them to be judged (the
    same users for every recommender). The models defined on explicit ratings (KFN, UAUM) also get every rating
@@ -253,11 +254,18 @@ def _tuning_line(fold: int, fitted: dict[str, Trained]) -> str:
 
 
 def tune_studies(
-    interactions: pd.DataFrame, config: ReevaluationConfig, storage: str, folds: Sequence[int] | None = None
+    interactions: pd.DataFrame,
+    config: ReevaluationConfig,
+    storage: str,
+    folds: Sequence[int] | None = None,
+    threshold: float = 4,
 ) -> pd.DataFrame:
     """Run (join) the studies :func:`run` would tune for ``config`` in the shared ``storage`` (only the ``folds``
-    given; None: all), storing each tuned model; one row per fold and RS: study, complete trials, trials run here."""
-    chosen = prepare_folds(interactions, folds=config.folds, n_users=config.n_users, seed=config.seed)
+    given; None: all), storing each tuned model; one row per fold and RS: study, complete trials, trials run here.
+    ``threshold``: the dataset's positive threshold (``Dataset.positive_threshold``), as :func:`run` splits."""
+    chosen = prepare_folds(
+        interactions, folds=config.folds, n_users=config.n_users, seed=config.seed, threshold=threshold
+    )
     unknown = set(folds or ()) - {f.fold for f in chosen}
     if unknown:
         raise ValueError(f"folds {sorted(unknown)} do not exist: the config has {config.folds} fold(s)")
@@ -401,7 +409,9 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     dataset = data.dataset
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    folds = prepare_folds(dataset.interactions, folds=cfg.folds, n_users=cfg.n_users, seed=cfg.seed)
+    folds = prepare_folds(
+        dataset.interactions, folds=cfg.folds, n_users=cfg.n_users, seed=cfg.seed, threshold=dataset.positive_threshold
+    )
     timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
     few_shot = (

@@ -18,6 +18,7 @@ never the reverse); the test checks its frames against ``prepare_folds``.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import uuid
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recjudge_utils.data import Dataset
+from recjudge_utils.data import Dataset, dataset_reference
 from recjudge_utils.splitting.temporal import UnseenReport, positive_interactions, split_fold, unseen_report
 
 __all__ = [
@@ -98,11 +99,11 @@ class TemporalFold:
 
 
 def temporal_fold(
-    dataset: Dataset, fold: int, *, n_slices: int = 10, train_slices: int = 6, threshold: float = 4
+    dataset: Dataset, fold: int, *, n_slices: int = 10, train_slices: int = 6, threshold: float | None = None
 ) -> TemporalFold:
     """Fold ``fold`` of chapter 2's split of ``dataset``, as :func:`export_split` writes it, without writing."""
     check_fold(fold, n_slices, train_slices)
-    frames, eval_users, _ = _split(dataset, fold, n_slices, train_slices, threshold)
+    frames, eval_users, _ = _split(dataset, fold, n_slices, train_slices, _threshold(dataset, threshold))
     train = frames["train"]
     return TemporalFold(
         fold, train, frames["valid"], frames["test"], eval_users, int(train["timestamp"].max()) if len(train) else 0
@@ -149,14 +150,15 @@ def export_split(
     *,
     n_slices: int = 10,
     train_slices: int = 6,
-    threshold: float = 4,
+    threshold: float | None = None,
     force: bool = False,
 ) -> ExportedSplit:
     """Write fold ``fold`` of chapter 2's split of ``dataset`` to the folder ``out`` (see the module docstring).
 
     ``out`` must not exist or be empty; with ``force`` an existing folder is replaced, but only once the new export
     is complete. Raises :class:`ExportError` for a fold that does not exist, a non-empty ``out`` without ``force``
-    or a dataset without positives (ratings >= ``threshold``).
+    or a dataset without positives (ratings >= ``threshold``; None: the dataset's own, from its card, as chapter 2
+    splits it).
     """
     check_fold(fold, n_slices, train_slices)
     folder = Path(out).expanduser().resolve()
@@ -164,7 +166,7 @@ def export_split(
         raise ExportError(f"{folder} exists and is not a folder")
     if folder.is_dir() and any(folder.iterdir()) and not force:
         raise ExportError(f"{folder} exists and is not empty: choose another folder, or pass --force to replace it")
-    frames, eval_users, facts = _split(dataset, fold, n_slices, train_slices, threshold)
+    frames, eval_users, facts = _split(dataset, fold, n_slices, train_slices, _threshold(dataset, threshold))
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     # a sibling, so the final rename stays on one file system (an atomic rename(2), never a copy); mkdir rather
@@ -192,6 +194,15 @@ def export_split(
 # ------------------------------------------------------------------------------------------------- the split
 
 
+def _threshold(dataset: Dataset, threshold: float | None) -> float:
+    return dataset.positive_threshold if threshold is None else float(threshold)
+
+
+def _positives_words(threshold: float) -> str:
+    """What a positive is, in words: ``rating >= 4``, or every interaction for implicit feedback."""
+    return "every interaction: implicit feedback" if math.isinf(threshold) else f"rating >= {threshold:g}"
+
+
 def _split(
     dataset: Dataset, fold: int, n_slices: int, train_slices: int, threshold: float
 ) -> tuple[dict[str, pd.DataFrame], np.ndarray, _Slices]:
@@ -199,7 +210,9 @@ def _split(
     interactions = dataset.interactions
     pos = positive_interactions(interactions, threshold)
     if pos.empty:
-        raise ExportError(f"{dataset.name} has no ratings >= {threshold:g}: there is no split to export")
+        raise ExportError(
+            f"{dataset.name} has no positives ({_positives_words(threshold)}): there is no split to export"
+        )
     split = split_fold(pos, fold, n_slices, train_slices)
     # only the four columns the files carry: a loader's extra columns (MIND's "source") are not part of the split
     frames = {name: _tidy(frame) for name, frame in zip(_SPLITS, (split.train, split.valid, split.test), strict=True)}
@@ -344,22 +357,24 @@ def _readme(export: _Export) -> str:
         f"(tab-separated, header `{INTER_HEADER.replace(chr(9), ' ')}`) |",
     ]
     folds = ", ".join(map(str, _valid_folds(facts.n_slices, facts.train_slices)))
-    defaults = (facts.n_slices, facts.train_slices, facts.threshold) == (10, 6, 4)
+    own = dataset.positive_threshold
+    defaults = (facts.n_slices, facts.train_slices, facts.threshold) == (10, 6, own)
     not_chapter_2 = (
         ""
         if defaults
-        else " **Not chapter 2's defaults (10 slices, 6 training slices, ratings >= 4): the book's chapters do not "
-        "use this split.**"
+        else f" **Not chapter 2's defaults (10 slices, 6 training slices, {_positives_words(own)}): the book's "
+        "chapters do not use this split.**"
     )
+    reference = dataset_reference(dataset)
     return f"""# {dataset.name}, fold {fold}: chapter 2's split
 
-{dataset.display_label}.{stand_in} Written by `python -m recjudge_utils.data export-split {dataset.name} --fold {fold}`.
+{dataset.display_label}.{stand_in} Written by `python -m recjudge_utils.data export-split {reference} --fold {fold}`.
 
 ## The split
 
 The same frames chapter 2 ("Re-evaluating recommenders") trains, tunes and evaluates on
 (`recjudge_utils.experiments.reevaluation.prepare_folds`).
-Of the {facts.n_ratings:,} ratings, the {facts.n_positives:,} positives (rating >= {facts.threshold:g}) are
+Of the {facts.n_ratings:,} ratings, the {facts.n_positives:,} positives ({_positives_words(facts.threshold)}) are
 ordered by time (ties by user, then item) and cut into {facts.n_slices} slices of equal size (numbered from 0).
 Fold {fold} trains on slices {first_train}..{last_train}, validates on slice {facts.slices["valid"][0]} and tests
 on slice {last_slice}; folds {folds} exist.
@@ -378,7 +393,7 @@ of fold {fold}.
 
 ## Ids
 
-Users and items carry the dataset's own ids, as `recjudge_utils.data.load_dataset("{dataset.name}")` gives them
+Users and items carry the dataset's own ids, as `recjudge_utils.data.load_dataset("{reference}")` gives them
 (for datasets whose source ids are strings, the loader's integers; `items.csv` then has the source's id beside
 it). The book's reader refuses lists with any other id: if your library remaps ids (RecBole does), map them back
 before writing the lists.
@@ -412,7 +427,7 @@ renaming the three `.inter` files to the new name too.
 ## Lists for chapter 7
 
 Chapter 7 ("Your recommenders") judges the top-k lists of your systems on this split: the same dataset
-(`{dataset.name}`) and fold ({fold}).
+(`{reference}`) and fold ({fold}).
 
 * **Which users.** The chapter judges a seeded sample of `n_users` of the {n_eval:,} evaluation users (its
   parameter `n_users`, default 3; `-p n_users 0` judges them all; seed 0), drawn from those that have a list in
@@ -430,9 +445,9 @@ Put the files in `{lists}/` and run the chapter:
 
 ```bash
 python -m recjudge_utils.book run --run mine --only 07 --judge gpt-4o-mini \\
-    -p lists {lists}/ -p dataset {dataset.name} -p fold {fold}
+    -p lists {lists}/ -p dataset {reference} -p fold {fold}
 papermill notebooks/07_your_recommenders.ipynb out.ipynb \\
-    -p lists {lists}/ -p dataset {dataset.name} -p fold {fold}
+    -p lists {lists}/ -p dataset {reference} -p fold {fold}
 ```
 """
 
