@@ -31,7 +31,7 @@ MULTIPLIER = {"base": 3, "ls": 1, "cot": 2, "ltm": 4}
 
 def answer(req) -> str:
     """Every template scores the candidate by its own rule of the movie id; ids divisible by 7 are not parsed."""
-    cid = int(re.search(r"Candidate movie: Movie (\d+) ", req.messages[-1]["content"]).group(1))
+    cid = int(re.search(r"Candidate \w+: Movie (\d+) ", req.messages[-1]["content"]).group(1))
     if cid % 7 == 0:
         return "garbage"
     score = (cid * MULTIPLIER[req.template_id.split("/")[1]]) % 5 + 1

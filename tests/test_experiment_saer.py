@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from claims import about, counts_in, numbers_in
+from domain_words import MOVIE_WORDS
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 from test_protocol_saer import _toy_items, paper_table
@@ -50,7 +51,16 @@ def _toy_dataset(n_users=24, n_items=40, seed=0):
         for j, it in enumerate(rng.choice(np.arange(1, n_items + 1), size=n, replace=False)):
             rows.append((u, int(it), float(rng.integers(1, 6)), 1_000_000 + j * DAY + u))
     inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
-    return Dataset("toy", inter, _toy_items(n_items), None, label="toy (stand-in)", is_real=False, source="test")
+    return Dataset(
+        "toy",
+        inter,
+        _toy_items(n_items),
+        None,
+        label="toy (stand-in)",
+        is_real=False,
+        source="test",
+        domain=MOVIE_WORDS,
+    )
 
 
 def _always_set_1(req):
@@ -201,7 +211,7 @@ def test_sample_customers_stratified_and_seeded():
 
 
 def test_parroting_judge_is_detected_and_always_tie_is_called_out(scripted_judge):
-    tie_example = few_shot_answers(load_template("movies", "pairwise", "v3"))[-1]
+    tie_example = few_shot_answers(load_template("movies", "pairwise", "v3"), MOVIE_WORDS)[-1]
 
     def answer(req):
         if req.template_id.split("/")[-1].startswith("pointwise"):
@@ -294,7 +304,9 @@ def _two_genre_items(n_items: int = 40) -> pd.DataFrame:
 
 def test_run_gives_the_numbers_of_the_old_code_with_cis_as_numbers(scripted_judge):
     inter = _toy_dataset().interactions
-    ds = Dataset("toy", inter, _two_genre_items(), None, label="toy (stand-in)", is_real=False, source="test")
+    ds = Dataset(
+        "toy", inter, _two_genre_items(), None, label="toy (stand-in)", is_real=False, source="test", domain=MOVIE_WORDS
+    )
     # a scripted judge reading the truth needs the held-out future a simulated judge gets
     cfg = SaerConfig(n_customers=9, n_boot=200, pointwise_ablation=True, encoder=WORDS, heldout=saer.SIM_HELDOUT)
     run = saer.run(scripted_judge(truth_judge), ds, cfg)
@@ -412,7 +424,16 @@ def test_both_recommenders_learn_from_purchases_and_a_disliked_item_seeds_nothin
         (6, 5, 5.0, t0 + 8),  # items 1 and 5 only co-rated through a dislike
     ]
     inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
-    ds = Dataset("toy", inter, _two_genre_items(8), None, label="toy (stand-in)", is_real=False, source="test")
+    ds = Dataset(
+        "toy",
+        inter,
+        _two_genre_items(8),
+        None,
+        label="toy (stand-in)",
+        is_real=False,
+        source="test",
+        domain=MOVIE_WORDS,
+    )
     cfg = SaerConfig(n_customers=2, min_interactions=2, heldout=0, encoder=WORDS)
     models = {alg: fit.model for alg, fit in saer.fit_recommenders(ds, inter, cfg).items()}
     bought = {(u, i) for u, i, r, _ in rows if r >= 3}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from domain_words import MOVIE_WORDS
 from statsmodels.stats.proportion import proportion_confint
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, make_pairwise_parser, parse_absolute
@@ -97,7 +98,7 @@ def test_perfect_sim_labels_lists_and_detects_every_adversarial_pair(tmp_path):
     inter = interactions()
     cat = Catalogue.from_items(items())
     judge = sim(tmp_path)
-    ctx = build_context(inter, cat, 3, "movies")
+    ctx = build_context(inter, cat, 3, MOVIE_WORDS)
     hits = [0, 1, 2, 3]
     reqs = [
         pointwise_request(
@@ -184,7 +185,7 @@ def test_real_parsers_accept_every_sim_answer(seed):
     rng = np.random.default_rng(seed)
     inter = interactions()
     cat = Catalogue.from_items(items())
-    ctx = build_context(inter, cat, 3, "movies")
+    ctx = build_context(inter, cat, 3, MOVIE_WORDS)
     arena_ctx = ArenaContext(items(), inter)
     checks = []
     for st_template in TEMPLATES:

@@ -93,7 +93,7 @@ def test_unknown_prompt_id_is_a_clear_error():
 
 def test_arena_prompt_files_have_versions_and_six_aspects():
     pairwise = load_prompt("arena/pairwise")
-    assert pairwise.version == "2" and pairwise.answer_format == "arena_pairwise"
+    assert pairwise.version == "3" and pairwise.answer_format == "arena_pairwise"
     assert len(pairwise.get("aspects")) == 6
     assert "Impact on users" in pairwise.get("aspects")
     assert load_prompt("arena/absolute").answer_format == "json_list_score"

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from domain_words import MOVIE_WORDS
 
 from recjudge_utils.answer_formats.arena_verdicts import (
     OVERALL,
@@ -115,7 +116,7 @@ def test_history_is_most_recent_by_timestamp_oldest_first(items, train):
 
 
 def test_render_profile_history_and_lists(items, train, users, scripted_judge):
-    ctx = ArenaContext(items, train, users, n_history=3)
+    ctx = ArenaContext(items, train, users, n_history=3, words=MOVIE_WORDS)
     judge = PairwiseJudge(scripted_judge(lambda r: ""), ctx, k=2)
     system, user_msg = judge.messages(1, [2, 4, 6], [8, 10, 1])
     assert system["role"] == "system" and user_msg["role"] == "user"
@@ -287,7 +288,7 @@ def test_unparsed_answers_are_kept_and_not_adjudicated(items, train, scripted_ju
 
 
 def test_absolute_judge_scores_each_list(items, train, scripted_judge):
-    ctx = ArenaContext(items, train)
+    ctx = ArenaContext(items, train, words=MOVIE_WORDS)
     recs = {"X": {1: [1, 2], 2: [3]}, "Y": {1: [3, 4], 2: [5]}}
     client = scripted_judge(lambda r: '{"analysis": "ok", "score": 0.5}' if r.metadata["model"] == "X" else "nope")
     out = AbsoluteJudge(client, ctx, k=2).score([1, 2], recs)

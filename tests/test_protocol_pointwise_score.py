@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import with_label_probs
+from domain_words import BOOK_WORDS, MOVIE_WORD, MOVIE_WORDS
 
 from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.parsing import ParseError
@@ -56,7 +57,7 @@ def last_user(req) -> str:
 
 
 def candidate_id(req) -> int:
-    return int(re.search(r"Candidate movie: Movie (\d+) ", last_user(req)).group(1))
+    return int(re.search(r"Candidate \w+: Movie (\d+) ", last_user(req)).group(1))
 
 
 # ----------------------------------------------------------------------------------------------- prompt files
@@ -220,7 +221,9 @@ def test_sample_eval_pairs_excludes_example_users():
 def test_rendering_few_shot_count_order_and_prefix(template, scripted_judge):
     pairs, items = make_pairs(), make_items()
     ex = few_shot.select_few_shot_examples(pairs, items, n_per_level=2, exclude_users=[100], seed=0)
-    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template=template, examples=ex, n_history=10)
+    judge = sj.SerendipityJudge(
+        scripted_judge(lambda r: "{}"), template=template, examples=ex, n_history=10, words=MOVIE_WORDS
+    )
     for stage in range(len(sj.template_stages(template))):
         prev = {"relevance": 4, "unexpectedness": 2}
         # item 18/19: never an example candidate (20..39) nor in an example history (0..16)
@@ -256,12 +259,12 @@ def test_ltm_later_steps_show_earlier_scores(scripted_judge):
     assert "Step 1" not in m0[-1]["content"]
 
 
-def test_item_noun_and_zero_shot(scripted_judge):
-    items = make_items()
-    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="ls", examples=None, item_noun="book")
+def test_domain_words_and_zero_shot(scripted_judge):
+    items = make_items().assign(title=lambda f: f["title"].str.replace("Movie", "Novel"))
+    judge = sj.SerendipityJudge(scripted_judge(lambda r: "{}"), template="ls", examples=None, words=BOOK_WORDS)
     m = judge.messages([1], 2, items)
     assert len(m) == 2 and "book recommendation" in m[0]["content"] and "Candidate book:" in m[1]["content"]
-    assert "movie" not in json.dumps(m)
+    assert not MOVIE_WORD.search(json.dumps(m))
 
 
 def test_format_item_handles_missing_genres():

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from claims import about
+from domain_words import MOVIE_WORDS, PRODUCT_WORDS
 
 from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.answer_formats.saer_fields import CATEGORIES, parse_pairwise, parse_pointwise
@@ -20,7 +21,7 @@ from recjudge_utils.metrics.pairwise import conservative
 from recjudge_utils.paper_tables import paper_table as _paper_table
 from recjudge_utils.prompts import PromptFileError, parse_prompt
 from recjudge_utils.protocols.adversarial import adversarial_outcome, adversarial_pairs
-from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, build_context, domain_for, render_list
+from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, build_context, render_list, saer_variant
 from recjudge_utils.protocols.saer import (
     VERSIONS,
     few_shot_answers,
@@ -88,11 +89,11 @@ def test_context_from_amazon_files_in_published_format(tmp_path):
     data = pytest.importorskip("recjudge_utils.data")
     t_end = _amazon_fixture(tmp_path / "amazon-beauty")
     ds = data.load_dataset("amazon-beauty", data_dir=tmp_path, fetch=False, verbose=False)
-    assert domain_for(ds.name) == "ecommerce"
+    assert saer_variant(ds.domain) == "ecommerce"
     cat = Catalogue.from_items(ds.items)
     code = dict(zip(ds.extra["item_ids"]["original_item_id"], ds.extra["item_ids"]["item"], strict=True))
     user = int(ds.extra["user_ids"].set_index("original_user_id").loc["A1", "user"])
-    ctx = build_context(ds.interactions, cat, user, "ecommerce", window_days=180, max_history=10)
+    ctx = build_context(ds.interactions, cat, user, PRODUCT_WORDS, window_days=180, max_history=10)
     assert ctx.window_end == t_end
     assert [i for i, _, _ in ctx.history] == [code["B005"], code["B004"], code["B002"]]  # newest first, >= 3 stars
     assert [i for i, _, _ in ctx.disliked] == [code["B003"]]
@@ -131,7 +132,7 @@ def test_context_movies_truncates_history_and_orders_newest_first():
             "timestamp": 1_000_000 + np.arange(15) * DAY,
         }
     )
-    ctx = build_context(inter, cat, 1, "movies", max_history=4)
+    ctx = build_context(inter, cat, 1, MOVIE_WORDS, max_history=4)
     assert [i for i, _, _ in ctx.history] == [15, 13, 12, 10]
     assert [i for i, _, _ in ctx.disliked] == [14, 11, 8, 5]  # the cut applies to each list
     assert (ctx.n_liked, ctx.n_disliked) == (10, 5)  # counted before the cut
@@ -141,15 +142,15 @@ def test_context_movies_truncates_history_and_orders_newest_first():
     disliked = about(text.splitlines(), "disliked")
     assert "1-2 stars" in disliked and re.findall(r"Movie (\d+)", disliked) == ["14", "11", "8", "5"]
     # the paper's context (no cut): every item of the window, every category of the 5 latest
-    whole = build_context(inter, cat, 1, "movies", max_history=None)
+    whole = build_context(inter, cat, 1, MOVIE_WORDS, max_history=None)
     assert [i for i, _, _ in whole.history] == [15, 13, 12, 10, 9, 7, 6, 4, 3, 1]
     assert [i for i, _, _ in whole.disliked] == [14, 11, 8, 5, 2]
     latest_genres = {g for i in range(11, 16) for g in cat.categories[i]}
     assert set(whole.recent_categories) == latest_genres
     with pytest.raises(ValueError, match="no interactions"):
-        build_context(inter, cat, 99, "movies")
+        build_context(inter, cat, 99, MOVIE_WORDS)
     with pytest.raises(ValueError, match="max_history"):
-        build_context(inter, cat, 1, "movies", max_history=0)
+        build_context(inter, cat, 1, MOVIE_WORDS, max_history=0)
 
 
 # -- prompt files --------------------------------------------------------------------------------
@@ -161,7 +162,7 @@ def test_every_prompt_file_loads_and_its_examples_parse(domain, mode, version):
     assert tpl.id == f"saer/{domain}/{mode}_{version}"
     assert tpl.version and tpl.blocks[0].role == "system"
     assert history_only(tpl) == (version == "v1")
-    answers = few_shot_answers(tpl)
+    answers = few_shot_answers(tpl, MOVIE_WORDS if domain == "movies" else PRODUCT_WORDS)
     if version == "v3":
         assert len(answers) == (5 if mode == "pointwise" else 3)
     else:
@@ -180,7 +181,7 @@ def test_prompt_rendering_puts_customer_content_last():
     items = _toy_items()
     cat = Catalogue.from_items(items)
     inter = pd.DataFrame({"user": [7, 7, 7], "item": [1, 2, 3], "rating": [5.0, 4.0, 1.0], "timestamp": [1, 2, 3]})
-    ctx = build_context(inter, cat, 7, "movies")
+    ctx = build_context(inter, cat, 7, MOVIE_WORDS)
     tpl = load_template("movies", "pointwise", "v3")
     req = pointwise_request(tpl, ctx, list(range(10, 20)), cat, {"user": 7})
     other = pointwise_request(tpl, ctx, list(range(20, 30)), cat, {"user": 7})
@@ -208,9 +209,9 @@ def test_prompt_order_is_the_papers(domain, mode, version):
     items = _toy_items()
     cat = Catalogue.from_items(items)
     inter = pd.DataFrame({"user": [7, 7, 7], "item": [1, 2, 3], "rating": [5.0, 4.0, 1.0], "timestamp": [1, 2, 3]})
-    ctx = build_context(inter, cat, 7, "movies")
+    ctx = build_context(inter, cat, 7, MOVIE_WORDS if domain == "movies" else PRODUCT_WORDS)
     tpl = load_template(domain, mode, version)
-    assert tpl.version == "2"  # version 2: guidelines and answer format moved after the lists
+    assert int(tpl.version) >= 2  # version 2: guidelines and answer format moved after the lists
     if mode == "pointwise":
         req = pointwise_request(tpl, ctx, list(range(10, 20)), cat, {})
         lists = ["RECOMMENDATIONS (10 items)"]
@@ -221,7 +222,7 @@ def test_prompt_order_is_the_papers(domain, mode, version):
     # the system message is one role statement: no guidelines, rubric or answer format before the examples
     assert system["role"] == "system" and "\n" not in system["content"].strip()
     assert "Answer in exactly this format" not in system["content"]
-    assert len(examples) == 2 * len(few_shot_answers(tpl))  # the examples come before the customer's turn
+    assert len(examples) == 2 * len(few_shot_answers(tpl, ctx.words))  # the examples come before the customer's turn
     body = last["content"]
     guide = "Evaluation guidelines:" if version == "v3" else ("Criterion 1" if version == "v2" else None)
     marks = ["CUSTOMER", *lists, *([guide] if guide else []), "Answer in exactly this format:"]

@@ -71,7 +71,8 @@ def test_one_judgment_as_a_table_and_its_takeaways(toy: Dataset) -> None:
     result = judged(toy)
     table = report.judgment_table(result, "judge-x").data.set_index("what")["value"]
     assert table["status"] == "parsed" and table["parsed score"] == "score 4"
-    assert table["prompt file"] == "prompts/introduction/fit.md" and "Candidate movie" in table["question"]
+    assert table["prompt file"] == "prompts/introduction/fit.md"
+    assert f"Candidate {toy.domain.item}: Gamma" in table["question"]  # the candidate, in the dataset's words
     assert "label probabilities" not in table.index
     items = report.takeaways_items(result, "judge-x")
     assert "judge-x" in items[0] and '`{"score": 4}`' in items[0]  # the judge and its raw answer

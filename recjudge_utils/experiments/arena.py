@@ -307,7 +307,9 @@ def build_panel(
     recs = top_lists(models, users, config.top_k)
     heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
     evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
-    context = ArenaContext(dataset.items, train, dataset.users, n_history=config.n_history, dataset=dataset.name)
+    context = ArenaContext(
+        dataset.items, train, dataset.users, n_history=config.n_history, dataset=dataset.name, words=dataset.domain
+    )
     return ArenaPanel(users=users, recs=recs, evidence=evidence, context=context)
 
 

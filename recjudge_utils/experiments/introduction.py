@@ -1,4 +1,4 @@
-"""The introduction's one judgment, end to end: a real user, a candidate movie, one call through the judge client.
+"""The introduction's one judgment, end to end: a real user, a candidate item, one call through the judge client.
 
 ``run(judge, dataset, IntroductionConfig(...)) -> IntroductionRun``, the shape of every experiment: the run holds the
 judgment (parsed, unparsed or failed, with its reason and raw answer) and writes its score to ``results.json``.
@@ -31,7 +31,8 @@ class IntroductionConfig:
 
 
 def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeRequest:
-    """The first user's last ``n_history`` movies and a random candidate, rendered from ``introduction/fit``."""
+    """The first user's last ``n_history`` items and a random candidate, rendered from ``introduction/fit`` in the
+    dataset's words (``Dataset.domain``)."""
     tpl = load_prompt("introduction/fit")
     inter = dataset.interactions
     user = int(inter["user"].iloc[0])
@@ -40,7 +41,11 @@ def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeReq
     candidate = dataset.items.sample(1, random_state=seed).iloc[0]
     return make_request(
         tpl,
-        tpl.render(history="; ".join(titles), candidate=f"{candidate['title']} ({', '.join(candidate['genres'])})"),
+        tpl.render(
+            history="; ".join(titles),
+            candidate=f"{candidate['title']} ({', '.join(candidate['genres'])})",
+            domain=dataset.domain,
+        ),
         answer_options={"fields": ("score",)},
         json_schema={"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]},
         label_options=("1", "2", "3", "4", "5"),

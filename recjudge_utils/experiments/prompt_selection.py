@@ -187,7 +187,7 @@ class PromptSelectionRun(Run):
         cfg = self.config
         scorer = SerendipityJudge(
             None,  # type: ignore[arg-type]  # rendering only: no judge is called
-            template=template, examples=self.examples, n_history=cfg.n_history, seed=cfg.seed,
+            template=template, examples=self.examples, n_history=cfg.n_history, seed=cfg.seed, words=self.data.domain,
         )  # fmt: skip
         first = self.eval_pairs.iloc[0]
         return scorer.messages(first["history"], first["item"], self.data.items)
@@ -279,7 +279,9 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
     members = MemberScores(judge)
     for t in cfg.templates:
         started = time.perf_counter()
-        scorer = SerendipityJudge(members, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed)
+        scorer = SerendipityJudge(
+            members, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed, words=data.domain
+        )
         scores[t] = scorer.score(eval_pairs, data.items)
         wall[t] = time.perf_counter() - started
 

@@ -166,7 +166,8 @@ def expected_mae(g: np.ndarray, sigma: float, leniency: float = 0.0) -> float:
 def _scores(sim: _SimFactory, pairs: SerendipityPairs, **params: float) -> np.ndarray:
     client = sim(**params)
     try:
-        out = SerendipityJudge(client, template="base").score(pairs.pairs, pairs.items, desc="serendipity (sim)")
+        scorer = SerendipityJudge(client, template="base", words=pairs.domain)
+        out = scorer.score(pairs.pairs, pairs.items, desc="serendipity (sim)")
     finally:
         client.close()
     return out["score"].to_numpy(dtype=float)
@@ -548,7 +549,7 @@ def _reevaluation_noise(
     for sigma in config.reeval_noise:
         client = sim(noise=sigma, seed=config.seed)
         try:
-            scorer = SerendipityJudge(client, template=cfg.template)
+            scorer = SerendipityJudge(client, template=cfg.template, words=dataset.domain)
             sources[f"noise {sigma:g}"] = judge_recommendations(
                 recs, fold.train, dataset.items, scorer, n_history=cfg.n_history, desc="re-evaluation (sim)",
                 future=future,
@@ -636,7 +637,8 @@ def judge_panels(judge: Judge, pairs: SerendipityPairs, dataset: Dataset, config
         client = sweep_judges(judge)(**each, seed=seeds[0]) if one else panel_of(judge, members[condition])
         try:
             as_judge = cast(Judge, client)  # a PanelClient is one; mypy reads its list[PanelResult] as no Judge's
-            pred = SerendipityJudge(as_judge, template="base").score(pairs.pairs, pairs.items, desc=condition)
+            scorer = SerendipityJudge(as_judge, template="base", words=pairs.domain)
+            pred = scorer.score(pairs.pairs, pairs.items, desc=condition)
             _, adjudicated = saer.judge_pairwise(as_judge, panel, cfg, both_orders=True)
             calls = _calls(client)
             excluded = int(client.member_summary()["excluded"].sum()) if isinstance(client, PanelClient) else 0

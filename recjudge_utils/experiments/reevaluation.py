@@ -415,12 +415,12 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
     few_shot = (
-        few_shot_examples(data.examples, all_judged, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name)
+        few_shot_examples(data.examples, all_judged, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name, dataset.domain)
         if all_judged
         else None
     )
     scorer = (
-        serendipity_scorer(judge, few_shot.examples, cfg.template, cfg.n_history, dataset.name)
+        serendipity_scorer(judge, few_shot.examples, cfg.template, cfg.n_history, dataset.domain)
         if few_shot is not None
         else None
     )

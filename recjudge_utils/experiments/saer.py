@@ -46,6 +46,7 @@ import pandas as pd
 from recjudge_utils.answer_formats.saer_fields import CATEGORIES
 from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.data import Dataset
+from recjudge_utils.data.domain import DomainWords
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
@@ -55,7 +56,7 @@ from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.adversarial import OUTCOMES, adversarial_pairs
-from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, domain_for, purchases
+from recjudge_utils.protocols.context.saer import Catalogue, CustomerContext, build_context, purchases, saer_variant
 from recjudge_utils.protocols.pairwise import Game, games, judge_games
 from recjudge_utils.protocols.saer import (
     RESULT_COLUMNS,
@@ -91,6 +92,7 @@ __all__ = [
     "WordCounts",
     "build_panel",
     "fit_recommenders",
+    "is_paper_data",
     "judge_adversarial",
     "judge_pairwise",
     "judge_pointwise",
@@ -243,13 +245,19 @@ def unrated_lists(
     }
 
 
+def is_paper_data(dataset: Dataset) -> bool:
+    """Whether ``dataset`` is SAER's own, Amazon Beauty (any other is a stand-in for it, whatever its words)."""
+    return dataset.name.lower() == "amazon-beauty"
+
+
 @dataclass(frozen=True)
 class SaerPanel:
     """What every SAER task judges: the sampled customers, their contexts, the two algorithms' lists and, when a
     future is held out, how many held-out future positives each list holds (the truth a simulated judge answers
     from)."""
 
-    domain: str
+    domain: str  # the prompt set, ``movies`` or ``ecommerce`` (chosen by the dataset's words: saer_variant)
+    words: DomainWords  # the dataset's words, which the e-commerce prompts and every context speak
     customers: pd.DataFrame  # user, n_interactions, engagement
     contexts: dict[int, CustomerContext]
     catalogue: Catalogue
@@ -283,7 +291,6 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
         raise ValueError("config.heldout is None: resolve it for the judge first (SaerConfig.resolved)")
     t0 = time.perf_counter()
     inter = dataset.interactions
-    domain = domain_for(dataset.name)
     catalogue = Catalogue.from_items(dataset.items)
     customers = sample_customers(inter, config.n_customers, seed=config.seed, min_interactions=config.min_interactions)
     users = [int(u) for u in customers["user"]]
@@ -291,7 +298,9 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
     held = config.heldout
     visible, future = split_last_n(inter, held, min_train=1, users=users) if held else (inter, inter.iloc[:0])
     contexts = {
-        u: build_context(visible, catalogue, u, domain, window_days=config.window_days, max_history=config.max_history)
+        u: build_context(
+            visible, catalogue, u, dataset.domain, window_days=config.window_days, max_history=config.max_history
+        )
         for u in users
     }
     t1 = time.perf_counter()
@@ -305,7 +314,9 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
     if timings is not None:
         timings["load data"] = t1 - t0
         timings["fit recommenders"] = time.perf_counter() - t1
-    return SaerPanel(domain, customers, contexts, catalogue, lists, config.heldout, hits)
+    return SaerPanel(
+        saer_variant(dataset.domain), dataset.domain, customers, contexts, catalogue, lists, config.heldout, hits
+    )
 
 
 # ----------------------------------------------------------------------------------------------- judging
@@ -581,14 +592,16 @@ def _answer_tally(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _copied(frames: dict[str, pd.DataFrame], domain: str, min_chars: int = COPY_MIN_CHARS) -> pd.DataFrame:
+def _copied(
+    frames: dict[str, pd.DataFrame], domain: str, words: DomainWords, min_chars: int = COPY_MIN_CHARS
+) -> pd.DataFrame:
     """Per task and prompt version: few-shot answers, parsed answers, and how many of these repeat at least
     ``min_chars`` characters of a few-shot answer verbatim (a small judge parroting the examples)."""
     rows = []
     for task, frame in frames.items():
         mode = "pointwise" if task == "pointwise" else "pairwise"
         for version, sub in frame.groupby("prompt_version", sort=True):
-            shots = few_shot_answers(load_template(domain, mode, str(version)))
+            shots = few_shot_answers(load_template(domain, mode, str(version)), words)
             parsed = sub.loc[sub["status"] == "parsed", "raw_text"].fillna("").tolist()
             copied = sum(any(_longest_common(text, shot) >= min_chars for shot in shots) for text in parsed)
             rows.append({"task": task, "prompt_version": version, "shots": len(shots), "parsed": len(parsed),
@@ -894,7 +907,7 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
     adversarial = judge_adversarial(judge, panel, config)
     timings["judge adversarial"] = time.perf_counter() - t0
     label = dataset.display_label
-    if panel.domain != "ecommerce":
+    if not is_paper_data(dataset):
         label = f"{label} as a stand-in for Amazon Beauty"
     tasks = {"pointwise": pointwise, "pairwise": pairwise, "adversarial": adversarial}
     return SaerRun(
@@ -915,7 +928,7 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
         orders=_orders(adjudicated),
         flagged=_flagged(pointwise, panel, config.main_version),
         answers=_answer_tally(tasks),
-        copied=_copied(tasks, panel.domain),
+        copied=_copied(tasks, panel.domain, panel.words),
         top_label=_top_label(pointwise, config.main_version),
         cost=_time_cost(list(tasks.values()), timings),
         paper=paper_shares(),

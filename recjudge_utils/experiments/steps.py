@@ -7,7 +7,9 @@ examples from its hand-over record in the run folder (the same pairs, in the sam
 pairs. It draws afresh, as chapter 1 does but never from a judged user, when chapter 1 has not run in this run,
 selected no template, drew them with another ``n_shots`` / ``n_history`` or from other pairs, or when one of its
 example users is judged here (then the user's own labelled pair would sit in the prompt that judges the user);
-:class:`FewShotSource` says which and why.
+:class:`FewShotSource` says which and why. Examples of another domain than the judged dataset's (the labelled pairs
+are movies, the judged items books) are not shown: the judge would read movies under the books' words, so it judges
+zero-shot and says so.
 
 Chapter 5 (what the protocols detect) calls these same functions, so its panels are built as the chapters build
 theirs.
@@ -24,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.data.domain import DomainWords
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
 from recjudge_utils.protocols.few_shot import examples_from_records, select_few_shot_examples
@@ -33,7 +36,6 @@ from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.splitting.temporal import last_items
 
 __all__ = [
-    "ITEM_NOUNS",
     "FewShotSource",
     "few_shot_examples",
     "judge_recommendations",
@@ -41,9 +43,6 @@ __all__ = [
     "serendipity_scorer",
     "top_lists",
 ]
-
-#: what a dataset's items are called in the prompts (default "movie"; the plural adds an "s")
-ITEM_NOUNS = {"goodreads": "book", "amazon-beauty": "product"}
 
 
 def sample_users(candidates: Iterable[int], n: int, seed: int | Sequence[int]) -> list[int]:
@@ -73,11 +72,13 @@ class FewShotSource:
     """The few-shot examples a chapter judges with, where they come from (``origin``) and why."""
 
     examples: pd.DataFrame  # the frame SerendipityJudge reads (see protocols.few_shot.select_few_shot_examples)
-    origin: Literal["chapter 1", "fresh draw"]
+    origin: Literal["chapter 1", "fresh draw", "none"]
     why: str
 
     def line(self) -> str:
         """One printable sentence: which examples, from which users, and why."""
+        if self.origin == "none":
+            return f"few-shot examples: none (zero-shot); {self.why}"
         users = ", ".join(str(int(u)) for u in sorted(set(self.examples["user"])))
         n = len(self.examples)
         what = f"chapter 1's {n}" if self.origin == "chapter 1" else f"{n} drawn here, not chapter 1's"
@@ -133,13 +134,19 @@ def few_shot_examples(
     n_history: int,
     seed: int,
     dataset_name: str | None = None,
+    words: DomainWords | None = None,
     record: str | Path | None = None,
 ) -> FewShotSource:
     """Chapter 1's few-shot examples when its hand-over ``record`` (default: the run folder's
     :data:`~recjudge_utils.paths.SELECTED_TEMPLATE_FILE`) holds them for the same ``n_shots`` / ``n_history`` and
     pairs, and none of their users is evaluated here; else ``n_shots`` examples (the same number per level) drawn
     from ``example_pairs`` with ``seed``, never from an evaluated user. ``dataset_name``: the judged dataset, whose
-    user ids a conflict is checked against (see the module doc)."""
+    user ids a conflict is checked against (see the module doc); ``words``: its domain words, when they differ from
+    the labelled pairs' the judge is shown no examples (None: the pairs' own domain)."""
+    if words is not None and words != example_pairs.domain:
+        why = (f"the labelled pairs ({example_pairs.display_label}) are {example_pairs.domain.items}, the judged "
+               f"{words.items} are another domain, whose judge would read them under the wrong words")  # fmt: skip
+        return FewShotSource(example_pairs.pairs.iloc[:0], "none", why)
     evaluated = {int(u) for u in evaluated_users}
     path = Path(record) if record is not None else current_run_dir() / SELECTED_TEMPLATE_FILE
     frame, why = _chapter1_examples(example_pairs, evaluated, dataset_name, n_shots, n_history, path)
@@ -154,12 +161,11 @@ def few_shot_examples(
 
 
 def serendipity_scorer(
-    judge: Judge, examples: pd.DataFrame, template: str, n_history: int, dataset_name: str
+    judge: Judge, examples: pd.DataFrame, template: str, n_history: int, words: DomainWords
 ) -> SerendipityJudge:
-    """The serendipity judge with the few-shot ``examples`` (:func:`few_shot_examples`), worded for the dataset's
-    items."""
-    noun = ITEM_NOUNS.get(dataset_name, "movie")
-    return SerendipityJudge(judge, template=template, examples=examples, n_history=n_history, item_noun=noun)
+    """The serendipity judge with the few-shot ``examples`` (:func:`few_shot_examples`), in the judged dataset's
+    ``words`` (``Dataset.domain``)."""
+    return SerendipityJudge(judge, template=template, examples=examples, n_history=n_history, words=words)
 
 
 def judge_recommendations(

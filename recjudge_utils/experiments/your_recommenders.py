@@ -47,7 +47,6 @@ from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import (
-    ITEM_NOUNS,
     FewShotSource,
     few_shot_examples,
     judge_recommendations,
@@ -84,7 +83,7 @@ from recjudge_utils.metrics.tournament import davidson_fit
 from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.protocols.arena import PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.context.saer import Catalogue, build_context, domain_for
+from recjudge_utils.protocols.context.saer import Catalogue, build_context, saer_variant
 from recjudge_utils.protocols.pairwise import games
 from recjudge_utils.protocols.pointwise_score import TEMPLATES
 from recjudge_utils.protocols.saer import SaerPointwise
@@ -308,9 +307,9 @@ def _serendipity(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, FewShotSource]:
     """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
     users x systems matrix of Avg.Score; the few-shot examples judged with, chosen as chapter 2 chooses them)."""
-    name = data.dataset.name
-    few_shot = few_shot_examples(data.examples, panel.users, config.n_shots, config.n_history, config.seed, name)
-    scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, name)
+    name, words = data.dataset.name, data.dataset.domain
+    few_shot = few_shot_examples(data.examples, panel.users, config.n_shots, config.n_history, config.seed, name, words)
+    scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, words)
     recs = panel.frame()
     inter = data.dataset.interactions
     future = inter.loc[inter["timestamp"] > data.fold.train_end]
@@ -333,7 +332,7 @@ def _arena(
         data.dataset.users,
         n_history=config.n_history,
         dataset=data.dataset.name,
-        item_noun=f"{ITEM_NOUNS.get(data.dataset.name, 'movie')}s",
+        words=data.dataset.domain,
     )
     duel = PairwiseJudge(judge, context, k=config.top_k)
     comparisons = arena_comparisons(panel.systems, panel.users, config.arena_pairs)
@@ -359,9 +358,9 @@ def _saer(
     inter = data.dataset.interactions
     visible = inter.loc[inter["timestamp"] <= data.fold.train_end]  # the context ends where training ends
     catalogue = Catalogue.from_items(data.dataset.items)
-    domain = domain_for(data.dataset.name)
-    contexts = {u: build_context(visible, catalogue, u, domain, max_history=config.n_history) for u in panel.users}
-    labels = SaerPointwise(domain).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)
+    words = data.dataset.domain
+    contexts = {u: build_context(visible, catalogue, u, words, max_history=config.n_history) for u in panel.users}
+    labels = SaerPointwise(saer_variant(words)).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)
     labels["level"] = labels["category"].map(_SAER_LEVEL)
     matrix = labels.pivot_table(index="user", columns="system", values="level", dropna=False)
     return labels, matrix.reindex(index=panel.users, columns=panel.systems)

@@ -18,6 +18,10 @@ A prompt file is Markdown with YAML front matter and role blocks::
 Blocks are ``=== system ===``, ``=== user ===`` and ``=== assistant ===``; fixed few-shot turns are written as
 user/assistant blocks; the LAST block is the per-item user turn. Slots are Jinja2 expressions (``{{ name }}``,
 rendered with ``StrictUndefined``): a missing slot or an unknown one is an error naming the file and the slot.
+The dataset's words are the slot ``domain`` (a :class:`~recjudge_utils.data.domain.DomainWords`: ``{{ domain.item }}``,
+``{{ domain.items }}``, ``{{ domain.consumed }}``, ``{{ domain.platform }}``), so one file speaks every dataset's
+language; the filter ``with_article`` puts "a" or "an" before a word (``{{ domain.item | with_article }}``). A fixed
+few-shot turn that renders to nothing (its text inside a ``{% if %}`` that is false for these words) is left out.
 Few-shot examples that come from data are passed to :meth:`PromptTemplate.render` and rendered with the last
 block, each followed by its answer, just before the final turn.
 
@@ -47,6 +51,16 @@ __all__ = ["Message", "PromptFileError", "PromptTemplate", "list_prompts", "load
 _ROLES = ("system", "user", "assistant")
 _BLOCK = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+def _with_article(word: object) -> str:
+    """``word`` after "a" or "an", chosen by its first letter (a vowel letter: "an"), which is right for the nouns a
+    dataset's card gives (a movie, a book, an item, an online shop)."""
+    text = str(word)
+    return f"{'an' if text[:1].lower() in 'aeiou' else 'a'} {text}"
+
+
+_ENV.filters["with_article"] = _with_article
 
 
 @lru_cache(maxsize=512)
@@ -104,10 +118,19 @@ class PromptTemplate:
         return frozenset(names)
 
     @property
+    def _fixed_blocks(self) -> tuple[Block, ...]:
+        return self.blocks[1:-1] if self.blocks and self.blocks[0].role == "system" else self.blocks[:-1]
+
+    @property
     def fixed_turns(self) -> tuple[Message, ...]:
         """The few-shot turns written in the file (between the system block and the final turn), unrendered."""
-        body = self.blocks[1:-1] if self.blocks and self.blocks[0].role == "system" else self.blocks[:-1]
-        return tuple(Message(role=b.role, content=b.source) for b in body)
+        return tuple(Message(role=b.role, content=b.source) for b in self._fixed_blocks)
+
+    def shown_fixed_turns(self, **slots: object) -> tuple[Message, ...]:
+        """The few-shot turns written in the file, rendered with ``slots``; a turn that renders to nothing (written
+        inside an ``{% if %}`` these slots make false) is left out, since the judge is not shown it."""
+        rendered = (Message(role=b.role, content=self._render_block(b, slots)) for b in self._fixed_blocks)
+        return tuple(m for m in rendered if m["content"].strip())
 
     def _render_block(self, block: Block, slots: Mapping[str, object]) -> str:
         try:
@@ -132,7 +155,10 @@ class PromptTemplate:
             unknown |= set(ex_slots) - self.slots
         if unknown:
             raise KeyError(f"prompt {self.id}: unknown slots {sorted(unknown)} (the file uses {sorted(self.slots)})")
-        messages = [Message(role=b.role, content=self._render_block(b, slots)) for b in self.blocks[:-1]]
+        messages: list[Message] = []
+        if self.blocks[0].role == "system":  # the last block is a user turn, so a first system block is not it
+            messages.append(Message(role="system", content=self._render_block(self.blocks[0], slots)))
+        messages.extend(self.shown_fixed_turns(**slots))
         final = self.blocks[-1]
         for ex_slots, answer in examples:
             messages.append(Message(role="user", content=self._render_block(final, {**slots, **ex_slots})))

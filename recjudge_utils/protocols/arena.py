@@ -92,8 +92,7 @@ def _render_messages(
     """System message (the role-play sentence, fixed for all users) + user message (this user's profile, history
     and lists, then the aspects and the answer format)."""
     slots: dict[str, object] = {
-        "domain": context.domain,
-        "item_noun": context.item_noun,
+        "domain": context.words,
         "aspect_block": _aspect_block(aspects),
         "json_shape": _json_shape(aspects),
         "profile": context.profile(user),

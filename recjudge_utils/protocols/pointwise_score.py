@@ -38,6 +38,7 @@ import pandas as pd
 
 from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, levels_schema
 from recjudge_utils.answer_formats.truth import ScoreTruth
+from recjudge_utils.data.domain import NEUTRAL_DOMAIN, DomainWords
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
 from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
@@ -120,7 +121,7 @@ class SerendipityJudge:
 
     ``examples``: frame from :func:`~recjudge_utils.protocols.few_shot.select_few_shot_examples` (None:
     zero-shot). ``n_history``: how many of the most recent history items are shown (the paper uses 10).
-    ``item_noun``/``items_noun``: wording of the prompt (``"movie"``/``"movies"``; ``"book"`` for Goodreads).
+    ``words``: the dataset's words the prompt uses (``Dataset.domain``; neutral words, never a movie word, by default).
     ``use_json_schema``: ask the backend for JSON matching the answer's schema (grammar-constrained on llama.cpp).
     """
 
@@ -130,8 +131,7 @@ class SerendipityJudge:
         template: str = "cot",
         examples: pd.DataFrame | None = None,
         n_history: int = 10,
-        item_noun: str = "movie",
-        items_noun: str | None = None,
+        words: DomainWords = NEUTRAL_DOMAIN,
         use_json_schema: bool = True,
         seed: int | None = 0,
     ) -> None:
@@ -147,8 +147,7 @@ class SerendipityJudge:
             if missing:
                 raise ValueError(f"examples lack columns {sorted(missing)}; use select_few_shot_examples()")
         self.n_history = int(n_history)
-        self.item_noun = item_noun
-        self.items_noun = items_noun or f"{item_noun}s"
+        self.words = words
         self.use_json_schema = use_json_schema
         self.seed = seed
 
@@ -175,7 +174,7 @@ class SerendipityJudge:
         self, stage: Stage, examples: list[tuple[dict[str, object], str]], slots: Mapping[str, object]
     ) -> tuple[Message, ...]:
         used = {k: v for k, v in slots.items() if k in stage.prompt.slots}
-        return stage.prompt.render(examples, item=self.item_noun, items=self.items_noun, **used)
+        return stage.prompt.render(examples, domain=self.words, **used)
 
     def messages(
         self,

@@ -4,9 +4,11 @@ The prompt files are ``prompts/saer/<domain>/<mode>_<version>.md``: ``domain`` i
 Beauty) or ``movies`` (the MovieLens stand-in), ``mode`` is ``pointwise`` (answer format ``saer_list_label``:
 Good / Partial / Poor Match with flagged items) or ``pairwise`` (``saer_pairwise``: Set 1 / Set 2 / Tie), and
 ``version`` the prompt ablation: ``v1`` generic, ``v2`` over-specified rubric, ``v3`` the SAER refined prompt.
-Each file holds its own fixed few-shot turns after a one-line role statement; the final turn holds, in the order
-of SAER Section 3.2, the customer context, the list(s), then the evaluation guidelines (v3; the rubric in v2) and
-the answer format.
+The ``ecommerce`` files speak the dataset's words (the slot ``domain``, carried by each
+:class:`~recjudge_utils.protocols.context.saer.CustomerContext`): the paper's text for products, the card's words for
+any other domain. Each file holds its own fixed few-shot turns after a one-line role statement; the final turn
+holds, in the order of SAER Section 3.2, the customer context, the list(s), then the evaluation guidelines (v3; the
+rubric in v2) and the answer format.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 
 from recjudge_utils.answer_formats.saer_fields import POSITION_OF_SET
 from recjudge_utils.answer_formats.truth import LabelTruth, PreferenceTruth, Truth
+from recjudge_utils.data.domain import DomainWords
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.adversarial import adversarial_outcome
@@ -63,9 +66,15 @@ def history_only(tpl: PromptTemplate) -> bool:
     return bool(tpl.get("history_only", False))
 
 
-def few_shot_answers(tpl: PromptTemplate) -> list[str]:
-    """The assistant turns written in the prompt file (its worked examples)."""
-    return [m["content"] for m in tpl.fixed_turns if m["role"] == "assistant"]
+def few_shot_answers(tpl: PromptTemplate, words: DomainWords) -> list[str]:
+    """The worked examples' answers the judge is shown for a dataset with these ``words`` (the e-commerce files
+    show theirs to products only)."""
+    return [m["content"] for m in tpl.shown_fixed_turns(domain=words) if m["role"] == "assistant"]
+
+
+def _words(tpl: PromptTemplate, context: CustomerContext) -> dict[str, DomainWords]:
+    """The ``domain`` slot for the files that speak the dataset's words (the movie files are movies throughout)."""
+    return {"domain": context.words} if "domain" in tpl.slots else {}
 
 
 def _request(
@@ -91,6 +100,7 @@ def pointwise_request(
         context=context.render(catalogue, history_only(tpl)),
         list=render_list(items, catalogue),
         n_items=str(len(items)),
+        **_words(tpl, context),
     )
     return _request(tpl, msgs, metadata, truth, {"n_items": len(items)})
 
@@ -109,6 +119,7 @@ def pairwise_request(
         context=context.render(catalogue, history_only(tpl)),
         set_1=render_list(set_1, catalogue),
         set_2=render_list(set_2, catalogue),
+        **_words(tpl, context),
     )
     return _request(tpl, msgs, metadata, truth)
 

@@ -20,7 +20,7 @@ from recjudge_utils.experiments.saer import ALGORITHMS, ORDER_OUTCOMES, SaerRun
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.adversarial import OUTCOMES
-from recjudge_utils.protocols.context.saer import SUBSTITUTIONS, domain_for
+from recjudge_utils.protocols.context.saer import substitutions
 from recjudge_utils.protocols.saer import VERSION_NAMES
 from recjudge_utils.reporting.answer_health import health_sentence, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, admonition, exercise, stand_in_note
@@ -77,15 +77,15 @@ def _version_label(version: str) -> str:
 
 
 def data_notes(dataset: Dataset) -> list[Callout]:
-    """The stand-in note when the data is not SAER's e-commerce domain (nothing otherwise)."""
-    if domain_for(dataset.name) == "ecommerce":
+    """The stand-in note when the data is not SAER's own, Amazon Beauty (nothing otherwise)."""
+    if ex.is_paper_data(dataset):
         return []
     return [stand_in_note(dataset.display_label, T("stand_in.paper_data"), T("stand_in.detail"))]
 
 
 def substitutions_table(dataset: Dataset) -> Styler:
     """SAER's context fields and what this run uses instead (named substitutes)."""
-    rows = list(SUBSTITUTIONS[domain_for(dataset.name)].items())
+    rows = list(substitutions(dataset.domain).items())
     return captioned(pd.DataFrame(rows, columns=T.raw("columns.substitutions")),
                      T("captions.substitutions", data=dataset.display_label))  # fmt: skip
 

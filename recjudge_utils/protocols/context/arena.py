@@ -8,7 +8,8 @@ The authors' code (``anonyProjects/RecSys-Arena``, ``prompt_template_gpt.py``) s
 five of the user's training positives (``label == 1``) in its processed file's order, introduced as "You have
 recently watched", and a profile sentence with the user id, age bracket, occupation and gender. ``--scale paper``
 shows 5 items (:mod:`recjudge_utils.book.scales`); that file's order is not published, so the book takes the most
-recent ones, and it leaves out the user id, which says nothing about tastes.
+recent ones, and it leaves out the user id, which says nothing about tastes. "Watched" and "movies" are the
+dataset's words (``words``: ``Dataset.domain``), so a book dataset's user "read" books.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from recjudge_utils.data.domain import NEUTRAL_DOMAIN, DomainWords
 
 __all__ = ["ML1M_AGE_BUCKETS", "ArenaContext", "describe_profile"]
 
@@ -87,14 +90,12 @@ class ArenaContext:
         users: pd.DataFrame | None = None,
         n_history: int = 10,
         dataset: str = "ml-100k",
-        domain: str = "movie",
-        item_noun: str = "movies",
+        words: DomainWords = NEUTRAL_DOMAIN,
     ) -> None:
         if n_history <= 0:
             raise ValueError("n_history must be positive")
         self.dataset = dataset
-        self.domain = domain
-        self.item_noun = item_noun
+        self.words = words
         self.n_history = n_history
         years = items["year"] if "year" in items.columns else pd.Series([None] * len(items), index=items.index)
         self._items = {}

@@ -14,6 +14,11 @@ recent clicks          products reviewed 1-2 stars ("bought, disliked")   movies
 browsed categories     categories of the 5 latest reviews                 genres of the 5 latest ratings
 =====================  ================================================  =============================================
 
+The prompt set follows the dataset's words (:func:`saer_variant`): movie words take the MovieLens stand-in's
+``movies`` set, any other words SAER's ``ecommerce`` set, whose files and this context speak the dataset's words
+(products keep the paper's text word for word; a book or news dataset reads "Books read and liked", never a movie
+word).
+
 The window ends at the customer's last interaction. With ``max_history=None`` the judge sees every item of
 the window, as the paper compiles the whole six months; a number keeps only the newest ``max_history`` items of
 each list (liked, disliked), a cut for a small model's context that the paper does not make. The browsed
@@ -30,15 +35,19 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.data.domain import NEUTRAL_DOMAIN, DomainWords
+
 __all__ = [
     "DOMAINS",
     "SUBSTITUTIONS",
     "Catalogue",
     "CustomerContext",
     "build_context",
-    "domain_for",
+    "is_product_domain",
     "purchases",
     "render_list",
+    "saer_variant",
+    "substitutions",
 ]
 
 DOMAINS = ("ecommerce", "movies")
@@ -71,9 +80,36 @@ def purchases(interactions: pd.DataFrame) -> pd.DataFrame:
     return interactions.loc[interactions["rating"] >= _PURCHASE_MIN_RATING]
 
 
-def domain_for(dataset_name: str) -> str:
-    """Prompt set for a dataset: the e-commerce set for Amazon data, the movie set otherwise."""
-    return "ecommerce" if dataset_name.lower().startswith("amazon") else "movies"
+#: the item nouns that take the movie prompt set (a card may call its movies films)
+_MOVIE_NOUNS = frozenset({"movie", "film"})
+
+
+def saer_variant(words: DomainWords) -> str:
+    """The prompt set for a dataset's words: ``movies`` (the MovieLens stand-in's) for movie words, else
+    ``ecommerce`` (SAER's own), which its files fill with the words."""
+    return "movies" if words.item.strip().lower() in _MOVIE_NOUNS else "ecommerce"
+
+
+def is_product_domain(words: DomainWords) -> bool:
+    """Whether the words are SAER's own domain, products: the e-commerce files then keep the paper's text and its
+    Beauty & Personal Care examples (the files test ``domain.item == "product"`` the same way)."""
+    return words.item == "product"
+
+
+def substitutions(words: DomainWords) -> dict[str, str]:
+    """SAER's context fields and what a dataset with these words shows instead (:data:`SUBSTITUTIONS` for the two
+    papers' domains; the words' own table for any other)."""
+    variant = saer_variant(words)
+    if variant == "movies" or is_product_domain(words):
+        return SUBSTITUTIONS[variant]
+    return {
+        "purchase history (6 months)": f"stand-in: {words.items} the customer rated 3-5 stars in the 180 days before "
+        "their last rating (ratings used as purchases)",
+        "recent searches": "not available: the dataset has no search logs",
+        "recent clicks": f"stand-in: {words.items} the customer rated 1-2 stars in the window "
+        f"({words.consumed} but disliked)",
+        "browsed categories": "stand-in: categories of the customer's 5 most recent ratings",
+    }
 
 
 def _as_list(value: object) -> list[str]:
@@ -148,7 +184,7 @@ class CustomerContext:
     """What the judge sees about one customer (see the module docstring for the substitutes)."""
 
     user: int
-    domain: str
+    domain: str  # the prompt set, ``movies`` or ``ecommerce`` (:func:`saer_variant`)
     window_start: int
     window_end: int
     history: tuple[tuple[int, float, int], ...]  # (item, rating, timestamp) liked, newest first
@@ -156,11 +192,21 @@ class CustomerContext:
     recent_categories: tuple[str, ...]
     n_liked: int  # liked items in the window, before any cut to max_history
     n_disliked: int  # disliked items in the window, before any cut to max_history
+    words: DomainWords = NEUTRAL_DOMAIN  # the dataset's words, which the prompt files and the headers below use
+
+    def _headings(self) -> tuple[str, str, str]:
+        """(liked, disliked, browsed) headings: each paper's own for its domain, else the dataset's words."""
+        if self.domain == "movies":
+            return "Movies watched and liked (rated 3-5 stars)", "Watched but disliked (rated 1-2 stars)", "genres"
+        if is_product_domain(self.words):
+            return "Purchase history (reviewed 3-5 stars)", "Bought but disliked (reviewed 1-2 stars)", "categories"
+        w = self.words
+        liked = f"{w.items.capitalize()} {w.consumed} and liked (rated 3-5 stars)"
+        return liked, f"{w.consumed.capitalize()} but disliked (rated 1-2 stars)", "categories"
 
     def render(self, catalogue: Catalogue, history_only: bool = False) -> str:
         """Prompt text; ``history_only`` keeps just the purchase history (the generic v1 prompt)."""
-        movies = self.domain == "movies"
-        what = "Movies watched and liked (rated 3-5 stars)" if movies else "Purchase history (reviewed 3-5 stars)"
+        what, dis, what_cat = self._headings()
         lines = [f"{what}, last 6 months, newest first:"]
         for item, rating, ts in self.history:
             lines.append(f"- {_date(ts)} | {catalogue.line(item)} | {rating:g} stars")
@@ -168,10 +214,8 @@ class CustomerContext:
             lines.append("- (none)")
         if history_only:
             return "\n".join(lines)
-        dis = "Watched but disliked (rated 1-2 stars)" if movies else "Bought but disliked (reviewed 1-2 stars)"
         lines.append(f"{dis}: " + ("; ".join(catalogue.title(i) for i, _, _ in self.disliked) or "none"))
         lines.append("Recent searches: not available in this data")
-        what_cat = "genres" if movies else "categories"
         lines.append(
             f"Recently browsed {what_cat} (from the 5 latest): " + (", ".join(self.recent_categories) or "none")
         )
@@ -186,14 +230,14 @@ def build_context(
     interactions: pd.DataFrame,
     catalogue: Catalogue,
     user: int,
-    domain: str,
+    words: DomainWords,
     window_days: int = 180,
     max_history: int | None = None,
     like_threshold: float = _PURCHASE_MIN_RATING,
     n_recent_categories: int = 5,
 ) -> CustomerContext:
     """The customer's context over the ``window_days`` before their last interaction: every liked and disliked
-    item of the window, or the newest ``max_history`` of each."""
+    item of the window, or the newest ``max_history`` of each, in the prompt set and words of ``words``."""
     if max_history is not None and max_history < 1:
         raise ValueError("max_history must be positive, or None for the whole window")
     rows = interactions.loc[interactions["user"] == user]
@@ -218,7 +262,7 @@ def build_context(
     cats.sort(key=lambda c: -counts[c])
     return CustomerContext(
         user=int(user),
-        domain=domain,
+        domain=saer_variant(words),
         window_start=start,
         window_end=end,
         history=tuple(liked[:max_history]),
@@ -226,6 +270,7 @@ def build_context(
         recent_categories=tuple(cats),
         n_liked=len(liked),
         n_disliked=len(disliked),
+        words=words,
     )
 
 
