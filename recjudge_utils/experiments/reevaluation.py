@@ -60,6 +60,7 @@ from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.recommenders import RECOMMENDERS
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.data_needs import keep_usable
 from recjudge_utils.recommenders.optuna_storage import complete_trials, journal_url
 from recjudge_utils.recommenders.plan_standin import StandInRecommender, note_plan
 from recjudge_utils.recommenders.training import Trained, Tuning, train_each
@@ -405,8 +406,8 @@ def write_lists(run: ReevaluationRun, run_dir: Path | None = None) -> list[Path]
 
 def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None = None) -> ReevaluationRun:
     """Split, tune and train every RS per fold, judge the judged users' lists, and summarise Table 3 with CIs."""
-    cfg = config or ReevaluationConfig()
     dataset = data.dataset
+    cfg = keep_usable(config or ReevaluationConfig(), dataset)  # a model the data cannot train: one line, left out
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     folds = prepare_folds(
@@ -415,7 +416,9 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     timings["split folds"] = time.perf_counter() - t0
     all_judged = sorted({int(u) for f in folds for u in f.judged_users})
     few_shot = (
-        few_shot_examples(data.examples, all_judged, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name, dataset.domain)
+        few_shot_examples(
+            data.examples, all_judged, cfg.n_shots, cfg.n_history, cfg.seed, dataset.name, words=dataset.domain
+        )
         if all_judged
         else None
     )

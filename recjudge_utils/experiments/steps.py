@@ -134,8 +134,8 @@ def few_shot_examples(
     n_history: int,
     seed: int,
     dataset_name: str | None = None,
-    words: DomainWords | None = None,
     record: str | Path | None = None,
+    words: DomainWords | None = None,
 ) -> FewShotSource:
     """Chapter 1's few-shot examples when its hand-over ``record`` (default: the run folder's
     :data:`~recjudge_utils.paths.SELECTED_TEMPLATE_FILE`) holds them for the same ``n_shots`` / ``n_history`` and

@@ -308,7 +308,9 @@ def _serendipity(
     """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
     users x systems matrix of Avg.Score; the few-shot examples judged with, chosen as chapter 2 chooses them)."""
     name, words = data.dataset.name, data.dataset.domain
-    few_shot = few_shot_examples(data.examples, panel.users, config.n_shots, config.n_history, config.seed, name, words)
+    few_shot = few_shot_examples(
+        data.examples, panel.users, config.n_shots, config.n_history, config.seed, name, words=words
+    )
     scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, words)
     recs = panel.frame()
     inter = data.dataset.interactions
