@@ -73,6 +73,9 @@ def test_one_judgment_as_a_table_and_its_takeaways(toy: Dataset) -> None:
     assert table["status"] == "parsed" and table["parsed score"] == "score 4"
     assert table["prompt file"] == "prompts/introduction/fit.md"
     assert f"Candidate {toy.domain.item}: Gamma" in table["question"]  # the candidate, in the dataset's words
+    words = table["domain words (item / items / consumed / platform)"].split(" / ")
+    assert words == [toy.domain.item, toy.domain.items, toy.domain.consumed, toy.domain.platform]
+    assert "genres" in table["item fields shown"]
     assert "label probabilities" not in table.index
     items = report.takeaways_items(result, "judge-x")
     assert "judge-x" in items[0] and '`{"score": 4}`' in items[0]  # the judge and its raw answer

@@ -50,7 +50,15 @@ def fit_request(dataset: Dataset, seed: int = 0, n_history: int = 5) -> JudgeReq
         json_schema={"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]},
         label_options=("1", "2", "3", "4", "5"),
         label_field="score",
-        metadata={"user": user, "item": int(candidate["item"])},
+        metadata={
+            "user": user,
+            "item": int(candidate["item"]),
+            # what the disclosure table says the judge was told: the words and the item fields shown
+            "domain_words": " / ".join(
+                (dataset.domain.item, dataset.domain.items, dataset.domain.consumed, dataset.domain.platform)
+            ),
+            "item_fields": "title (history); title, genres (candidate)",
+        },
     )
 
 

@@ -72,7 +72,9 @@ def judgment_table(result: JudgeResult[dict[str, int]], judge_name: str) -> Styl
     question = next((m["content"] for m in reversed(result.request.messages) if m["role"] == "user"), "")
     value, probs, expected = result.value, result.label_probs or {}, result.expected_label
     rows = {"judge": judge_name, "prompt": f"prompts/{result.request.template_id}.md",
-            "question": " ".join(question.split()), "status": result.status,
+            "question": " ".join(question.split()),
+            "words": (result.request.metadata or {}).get("domain_words"),
+            "fields": (result.request.metadata or {}).get("item_fields"), "status": result.status,
             "score": T("judgment.no_score") if value is None else ", ".join(f"{k} {v}" for k, v in value.items()),
             "reason": result.reason or None, "raw": repr(result.raw_text),
             "probs": ", ".join(f"{k}: {v:.3f}" for k, v in probs.items()) or None,

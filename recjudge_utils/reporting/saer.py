@@ -104,7 +104,17 @@ def context_note(run: SaerRun) -> Callout:
     else:
         lines = [T("context.cut", n=cfg.max_history, days=cfg.window_days, counts=counts)]
     lines.append(T("context.heldout", n=panel.heldout) if panel.heldout else T("context.nothing_held"))
+    words = panel.words
+    lines.append(T("context.words", variant=panel.domain, item=words.item, items=words.items,
+                   consumed=words.consumed, platform=words.platform, fields=_item_fields(panel)))  # fmt: skip
     return _note(T("context.title"), lines)
+
+
+def _item_fields(run_panel: ex.SaerPanel) -> str:
+    """The catalogue fields an item line shows (title, then brand and categories where the catalogue has them)."""
+    catalogue = run_panel.catalogue
+    fields = ["title"] + (["brand"] if catalogue.brands else []) + (["categories"] if catalogue.categories else [])
+    return ", ".join(fields)
 
 
 def example_lists(run: SaerRun, user: int | None = None) -> Styler:
