@@ -55,6 +55,7 @@ from recjudge_utils.protocols.truth import heldout_hits
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.recommenders.base import Recommender
 from recjudge_utils.recommenders.budgets import training_budget
+from recjudge_utils.recommenders.data_needs import keep_usable, lacking
 from recjudge_utils.recommenders.training import Trained, train_each
 from recjudge_utils.splitting.temporal import split_last_n
 
@@ -486,7 +487,9 @@ def separation(
 # ----------------------------------------------------------------------------------------------- the run
 def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     """Train (or load) every recommender, evaluate offline, judge the panel, and compute every table's numbers."""
-    cfg = config
+    if (why := lacking(config.baseline, dataset)) is not None:
+        raise ValueError(f"the baseline {config.baseline!r} cannot be trained on {dataset.label}: it needs {why}")
+    cfg = keep_usable(config, dataset)  # a model the data cannot train: one line, left out
     timings: dict[str, float] = {}
     train, test = split(dataset, cfg)
     fitted = train_models(dataset, train, {name: (name, {}) for name in cfg.recommenders}, cfg)

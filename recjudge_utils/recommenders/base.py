@@ -26,6 +26,8 @@ class Recommender(ABC):
     #: True for models defined on explicit ratings (KFN, UAUM): they are trained on every rating of the
     #: training slices, the others on the positives only
     uses_explicit_ratings: ClassVar[bool] = False
+    #: what else the model needs from a dataset (:mod:`.data_needs`): a dataset without it leaves the model out
+    needs_data: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

@@ -27,6 +27,7 @@ class ContentMiniLM(Recommender):
     """Cosine similarity of each item's MiniLM text embedding to the mean embedding of the user's history."""
 
     name = "MiniLM-content"
+    needs_data = ("item text",)  # data_needs.ITEM_TEXT: item ids alone embed to nothing
 
     def __init__(
         self,
