@@ -214,3 +214,11 @@ def test_paper_r_rounding_lays_out_the_runs_numbers_per_judge_and_dataset(script
     assert list(beside.columns) == ["judge", "dataset", "r (printed)", "p (printed)", "r from Tables 1-2",
                                     "p from Tables 1-2"]  # fmt: skip
     assert beside["r from Tables 1-2"].tolist() == table["r_recomputed"].tolist()
+
+
+def test_one_recommender_besides_the_baseline_has_no_pair_to_separate(scripted_judge):
+    # a folder dataset may leave all but one model out: the separation table says so instead of failing
+    run = _run(scripted_judge, taste_judge, recommenders=("fm", "pop"))
+    assert run.closest_pair is None
+    styler = report.separation_table(run)
+    assert styler.data.empty and "No pair to separate" in styler.caption and "fm" in styler.caption

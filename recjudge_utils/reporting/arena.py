@@ -372,7 +372,11 @@ def figure6(run: ArenaRun, source: str = "adjudicated") -> Figure:
 
 def separation_table(run: ArenaRun) -> Styler:
     """How well AUC, the absolute score and Q separate the closest-AUC pair: paired differences with 95 % CIs."""
-    s, (x, y) = run.separation, run.closest_pair or ("?", "?")
+    if run.closest_pair is None or not len(run.separation):
+        # one recommender besides the baseline (a dataset that left the others out, or a small run): no pair
+        frame = pd.DataFrame({"measure": [], "difference": [], "users": []})
+        return captioned(frame, T("captions.separation_none", baseline=run.config.baseline, tag=_tag(run)))
+    s, (x, y) = run.separation, run.closest_pair
     differences = [Estimate.of(*v).cell(3) for v in s[["difference", "low", "high"]].to_numpy()]
     frame = pd.DataFrame({"measure": s["measure"], f"difference [{_CI}]": differences,
                           "standardised gap": s["standardised_gap"].map(_number(2)),
