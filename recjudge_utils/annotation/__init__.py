@@ -1,0 +1,32 @@
+"""Is the judge good enough? People's labels out and in, their agreement with the judge, and estimates using both.
+
+One module per step:
+
+* :mod:`~recjudge_utils.annotation.kinds`: the three kinds of task (serendipity ``scores``, SAER ``lists``,
+  ``duels``) and their rubrics' labels;
+* :mod:`~recjudge_utils.annotation.sample`: a run's judgments of one kind as units, and a random sample of them
+  stratified by system, recorded in the run with each task's inclusion probability;
+* :mod:`~recjudge_utils.annotation.label_studio` and :mod:`~recjudge_utils.annotation.sheet`: the sample as a Label
+  Studio import (tasks and labelling configuration) and as a CSV sheet; :mod:`~recjudge_utils.annotation.export`
+  does all three (``python -m recjudge_utils.annotation export``);
+* :mod:`~recjudge_utils.annotation.read_labels`: a Label Studio export or a filled sheet back, checked;
+* :mod:`~recjudge_utils.annotation.agreement_with_people`: people among themselves, the judge against them;
+* :mod:`~recjudge_utils.annotation.ppi`: human-only, judge-only and prediction-powered system estimates (needs
+  ``ppi-python``, in the ``book`` extra; imported only there, so the rest works with the base install);
+* :mod:`~recjudge_utils.annotation.simulated_annotators`: simulated people of known noise, through the same files.
+"""
+
+from recjudge_utils.annotation.export import Exported, export_tasks
+from recjudge_utils.annotation.kinds import KINDS, Kind, kind_named
+from recjudge_utils.annotation.sample import AnnotationSample, read_sample, sample_path
+
+__all__ = [
+    "KINDS",
+    "AnnotationSample",
+    "Exported",
+    "Kind",
+    "export_tasks",
+    "kind_named",
+    "read_sample",
+    "sample_path",
+]
