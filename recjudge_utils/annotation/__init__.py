@@ -18,6 +18,7 @@ One module per step:
 
 from recjudge_utils.annotation.export import Exported, export_tasks
 from recjudge_utils.annotation.kinds import KINDS, Kind, kind_named
+from recjudge_utils.annotation.read_labels import Labels, read_label_studio, read_labels, read_sheet
 from recjudge_utils.annotation.sample import AnnotationSample, read_sample, sample_path
 
 __all__ = [
@@ -25,8 +26,12 @@ __all__ = [
     "AnnotationSample",
     "Exported",
     "Kind",
+    "Labels",
     "export_tasks",
     "kind_named",
+    "read_label_studio",
+    "read_labels",
     "read_sample",
+    "read_sheet",
     "sample_path",
 ]
