@@ -12,7 +12,7 @@ import ppi_py
 import pytest
 from annotation_world import NOTEBOOK, make_run
 
-from recjudge_utils.annotation import export_tasks, read_labels
+from recjudge_utils.annotation import KINDS, export_tasks, read_labels
 from recjudge_utils.annotation.ppi import ESTIMATE_COLUMNS, estimate, labels_needed_curve, system_estimates
 from recjudge_utils.annotation.simulated_annotators import simulate_labels, write_simulated_export
 
@@ -78,14 +78,15 @@ def test_the_labels_needed_curve_narrows_with_labels_and_the_good_judge_helps() 
     assert (curve["ppi_width"] < curve["human_width"]).all()
 
 
-def test_system_estimates_of_simulated_annotators_on_a_run(tmp_path: Path) -> None:
-    sample = export_tasks(make_run(tmp_path), NOTEBOOK, "lists", per_system=6, seed=0, out_dir=tmp_path / "o").sample
+@pytest.mark.parametrize("kind", ["lists", "scores"])  # a scores unit can count for several systems
+def test_system_estimates_of_simulated_annotators_on_a_run(tmp_path: Path, kind: str) -> None:
+    sample = export_tasks(make_run(tmp_path), NOTEBOOK, kind, per_system=6, seed=0, out_dir=tmp_path / "o").sample
     path = write_simulated_export(sample, simulate_labels(sample, (0.5, 0.8), seed=0), tmp_path / "e.json")
     table = system_estimates(read_labels(path, sample), sample)
     assert list(table.columns) == ESTIMATE_COLUMNS and sorted(table["system"]) == sorted(sample.members)
     for _, row in table.iterrows():
         members = sample.members[row["system"]]
         assert row["n_labelled"] == sample.strata[row["system"]]["sampled"] and row["n_judged"] == len(members)
-        judge = np.mean([sample.judge_labels[t] == "Good Match" for t in members])
+        judge = np.mean([KINDS[kind].value(sample.judge_labels[t]) for t in members])
         assert row["judge"] == pytest.approx(judge)
         assert row["human_low"] <= row["human"] <= row["human_high"] and row["ppi_low"] <= row["ppi"] <= row["ppi_high"]

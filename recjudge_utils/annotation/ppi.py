@@ -121,12 +121,14 @@ def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, ci: f
 
 
 def stratum_arrays(labels: Labels, sample: AnnotationSample, stratum: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(y, yhat, yhat_unlabelled) of one stratum: the consensus and judge values of its labelled tasks, and the judge
-    values of its population units nobody labelled."""
+    """(y, yhat, yhat_unlabelled) of one stratum: the consensus and judge values of the labelled tasks drawn in this
+    stratum, and the judge values of its other units. A unit of this stratum drawn (and labelled) only in another
+    stratum counts as unlabelled here: drawn with another probability, it would make the labelled part no longer a
+    simple random sample of this stratum."""
     spec = kind_named(sample.kind)
     agreed = consensus(labels, sample.kind)
     members = sample.members[stratum]
-    labelled = [t for t in members if t in agreed.index]
+    labelled = [t.task_id for t in sample.tasks if stratum in t.strata and t.task_id in agreed.index]
     done = set(labelled)
     y = np.array([spec.value(str(agreed[t])) for t in labelled])
     yhat = np.array([spec.value(sample.judge_labels[t]) for t in labelled])
