@@ -134,3 +134,8 @@ def test_the_command_line_says_what_is_missing(run: Path, capsys: pytest.Capture
     )
     assert code == 2
     assert "02_nowhere" in capsys.readouterr().err
+
+
+def test_lists_that_are_not_the_judged_ones_are_refused(run: Path) -> None:
+    with pytest.raises(ValueError, match="in no system's top-1 list"):
+        load_units(run, NOTEBOOK, "scores", top_k=1)

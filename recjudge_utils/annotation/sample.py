@@ -333,10 +333,15 @@ def load_units(
     if kind != "duels":
         records = [r for r in records if r["template_id"] == chosen]
     if kind == "scores":
-        pairs = _systems_of_pairs(
-            Path(lists_dir) if lists_dir else run_dir / "lists", top_k or _top_k(run_dir, notebook)
-        )
-        units = _score_units(records, pairs)
+        k = top_k or _top_k(run_dir, notebook)
+        source = Path(lists_dir) if lists_dir else run_dir / "lists"
+        units = _score_units(records, _systems_of_pairs(source, k))
+        orphans = [u.task_id for u, _ in units if not u.strata]
+        if orphans:  # a stratum would silently lose them: the lists are not the ones the chapter judged
+            raise ValueError(
+                f"{len(orphans)} judged pairs (first {orphans[0]!r}) are in no system's top-{k} list in {source}: "
+                "give the lists the chapter judged (--lists) and their cut (--top-k)"
+            )
     elif kind == "lists":
         units = _list_units(records)
     else:
