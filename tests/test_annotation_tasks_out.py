@@ -139,3 +139,23 @@ def test_the_command_line_says_what_is_missing(run: Path, capsys: pytest.Capture
 def test_lists_that_are_not_the_judged_ones_are_refused(run: Path) -> None:
     with pytest.raises(ValueError, match="in no system's top-1 list"):
         load_units(run, NOTEBOOK, "scores", top_k=1)
+
+
+def test_a_duels_judge_label_merges_both_orders_conservatively(run: Path) -> None:
+    winners: dict[str, dict[str, str | None]] = {}
+    for line in (run / NOTEBOOK / "judgments.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        meta = record["metadata"]
+        if record["template_id"] != "arena/pairwise":
+            continue
+        verdict = record["parsed"]["verdicts"]["overall"] if record["status"] == "parsed" else None
+        winner = {"A wins": meta["A"], "B wins": meta["B"], "Tie": "Tie", None: None}[verdict]
+        winners.setdefault(f"duels:u{meta['user']}:{meta['x']}|{meta['y']}", {})[meta["order"]] = winner
+    _, units = load_units(run, NOTEBOOK, "duels")
+    assert {u.task_id for u in units} == set(winners)
+    for unit in units:
+        assert unit.shown["A"] == unit.task_id.split(":")[2].split("|")[0]  # list A is x: the x-first order is shown
+        parsed = [w for w in winners[unit.task_id].values() if w is not None]
+        merged = None if not parsed else parsed[0] if len(set(parsed)) == 1 else "Tie"
+        expected = {None: None, "Tie": "Tie", unit.shown["A"]: "A", unit.shown["B"]: "B"}[merged]
+        assert unit.judge_label == expected, unit.task_id

@@ -281,7 +281,6 @@ def _duel_units(records: list[dict[str, Any]]) -> list[tuple[Unit, str]]:
         info = _duel_order(r)
         orders.setdefault((int(meta["user"]), info[0], info[1]), []).append((r, info))
     out = []
-    code = {"x": "A", "y": "B"}
     for (user, x, y), judged in sorted(orders.items()):
         # the order showing x first is the one a person sees: list A is x, list B is y
         shown_record = next((r for r, info in judged if info[2] == x), judged[0][0])
@@ -291,7 +290,7 @@ def _duel_units(records: list[dict[str, Any]]) -> list[tuple[Unit, str]]:
         merged = conservative(*[[w] for w in winners])[0] if all(w is not None for w in winners) else None
         if merged is None and any(w is not None for w in winners):
             merged = next(w for w in winners if w is not None)  # one order unparsed: the other decides
-        label = None if merged is None else TIE if merged == TIE else code["x" if merged == a_name else "y"]
+        label = None if merged is None else TIE if merged == TIE else ("A" if merged == a_name else "B")
         truths = [info[5] for _, info in judged if info[5] is not None]
         truth = None if not truths else TIE if truths[0] == TIE else ("A" if truths[0] == a_name else "B")
         unit = Unit(f"duels:u{user}:{x}|{y}", [f"{x} vs {y}"], label, user, "", "", truth, {"A": a_name, "B": b_name})
