@@ -48,7 +48,7 @@ def test_each_stratum_is_a_seeded_simple_random_sample_with_its_inclusion_probab
 
 def test_a_pair_counts_for_every_system_whose_top_k_list_holds_it(run: Path) -> None:
     _, units = load_units(run, NOTEBOOK, "scores")
-    lists = {}
+    lists: dict[str, set[str]] = {}
     for system in SYSTEMS:
         for line in (run / "lists" / "fold0" / f"{system}.trec").read_text().splitlines():
             user, _, item, rank, *_ = line.split()
@@ -88,7 +88,7 @@ def test_the_labelling_configuration_offers_exactly_the_rubrics_labels(run: Path
     view = ET.fromstring(done.config_path.read_text(encoding="utf-8"))
     (choices,) = view.iter("Choices")
     assert choices.get("name") == KINDS[kind].control and choices.get("choice") == "single-radio"
-    assert sorted(c.get("alias") for c in choices.iter("Choice")) == sorted(KINDS[kind].labels)
+    assert sorted(str(c.get("alias")) for c in choices.iter("Choice")) == sorted(KINDS[kind].labels)
     shown = {t.get("name"): t.get("value") for t in view.iter("Text")}
     assert shown == {"rubric": "$rubric", "case": "$case"}
 

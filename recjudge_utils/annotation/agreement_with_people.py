@@ -84,7 +84,9 @@ def _share(scope: str, statistic: str, between: str, hits: np.ndarray) -> dict[s
     return _row(scope, statistic, between, float(hits.mean()) if n else float("nan"), low, high, n)
 
 
-def _judge_rows(scope: str, kind: str, judge: list[str], people: list[str], n_boot: int, seed: int) -> list[dict]:
+def _judge_rows(
+    scope: str, kind: str, judge: list[str], people: list[str], n_boot: int, seed: int
+) -> list[dict[str, object]]:
     spec = kind_named(kind)
     between = "judge vs human consensus"
     rows = []
