@@ -34,10 +34,16 @@ book: book-sim
 	$(PY) -m recjudge_utils.book plan --run default $(DEFAULT_ARGS) $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run $(DEFAULT_ARGS) $(FORCE_ARG) $(BOOK_ARGS)
 
-# make book's first step: the simulated runs, which train every recommender the later runs and the worlds reuse
+# make book's first step: the simulated runs, which train every recommender the later runs and the worlds reuse, and
+# chapter 2 on a dataset that is not MovieLens (the synthetic books example, written as files with its card), the
+# book's page "Chapter 2 on a books dataset"
+BOOKS_DATA ?= data/shelf-reads
 book-sim: $(STAMP) embedded
 	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 -p n_users 30 --no-build $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run --run panel-sim --judge panel-sim --only 01 --no-build $(FORCE_ARG)
+	test -f $(BOOKS_DATA)/recjudge.yaml || $(PY) -m recjudge_utils.data example books $(BOOKS_DATA)
+	$(PY) -m recjudge_utils.book run --run books --judge sim --only 02 -p dataset $(BOOKS_DATA) \
+		-p recommenders '[pop, random, bprmf, sasrec]' -p n_users 0 --no-build $(FORCE_ARG)
 
 # The unit lane: every test but the whole-book lane and the browser checks (tiny books and the real model included).
 test: $(STAMP) embedded

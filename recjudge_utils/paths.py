@@ -35,6 +35,17 @@ def project_root() -> Path | None:
     return None
 
 
+def dataset_folder_path(value: os.PathLike[str] | str) -> Path:
+    """The folder a ``dataset`` parameter names: as given when absolute or present from here, else under the
+    repository (a notebook executes in ``notebooks/``, the runner where the command was typed: ``data/my-books``
+    names one folder for both, and no machine's absolute path is written into the executed notebook)."""
+    given = Path(value).expanduser()
+    if given.is_absolute() or given.exists():
+        return given
+    root = project_root()
+    return root / given if root is not None and (root / given).exists() else given
+
+
 def shown_path(path: os.PathLike[str] | str) -> str:
     """``path`` as the book's outputs print it, never as this machine's absolute path: relative to the repository
     (``data/ml-100k``), else under the folder an environment variable names (``$RECJUDGE_DATA_DIR/ml-100k``,

@@ -1,6 +1,6 @@
 """Issue 43's "done when": the chapters run on a dataset that is none of the five named ones.
 
-A seeded books dataset (tests/books_world.py: other column names, string ids, ISO dates, a card whose domain is
+A seeded books dataset (recjudge_utils.data.examples: other column names, string ids, ISO dates, a card whose domain is
 books) is run through the book runner with the simulated judge at small parameters, chapters 2 (two recommenders),
 3, 4 and 7, from its RecBole atomic files; no prompt the judge was sent holds a movie word. Chapters 2 and 7 run
 again from the same data written as Parquet, and give the same split, lists and judged results. A plan of chapter 2
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from books_world import write_books
 
 from recjudge_utils import book
 from recjudge_utils.book.runner import resolve_dataset_parameters
+from recjudge_utils.data.examples import write_books
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.paths import project_root
 

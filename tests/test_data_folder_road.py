@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from books_world import write_books
 
 import recjudge_utils.judge.client as judge_client
 import recjudge_utils.recommenders.training as training
@@ -24,9 +23,10 @@ from recjudge_utils.data import DataFormatError, load_dataset
 from recjudge_utils.data.__main__ import main as data_main
 from recjudge_utils.data.card import NAMED_CARDS, named_card
 from recjudge_utils.data.domain import NEUTRAL_DOMAIN
+from recjudge_utils.data.examples import write_books
 from recjudge_utils.data.fetch import REGISTRY
 from recjudge_utils.judge.profiles import load_profile
-from recjudge_utils.paths import project_root
+from recjudge_utils.paths import dataset_folder_path, project_root
 from recjudge_utils.recommenders.data_needs import keep_usable, usable_recommenders
 from recjudge_utils.splitting.export import temporal_fold
 
@@ -152,12 +152,20 @@ def test_export_split_refuses_a_bad_folder_naming_file_and_line(
 # --------------------------------------------------------------------------------------------- the runner
 
 
-def test_runner_makes_a_folder_absolute_and_refuses_what_is_neither(
+def test_runner_names_a_folder_from_the_repository_and_refuses_what_is_neither(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(BOOKS)
     resolved = resolve_dataset_parameters({"02:dataset": "csv", "dataset": "ml-100k", "n_users": 3})
-    assert resolved == {"02:dataset": str((BOOKS / "csv").resolve()), "dataset": "ml-100k", "n_users": 3}
+    # inside the checkout: relative to it (no machine path in the executed notebook), found from notebooks/ too
+    inside = (BOOKS / "csv").resolve()
+    root = project_root()
+    expected = str(inside.relative_to(root)) if root and inside.is_relative_to(root) else str(inside)
+    assert resolved == {"02:dataset": expected, "dataset": "ml-100k", "n_users": 3}
+    monkeypatch.chdir(root / "notebooks" if root else tmp_path)
+    assert dataset_folder_path(expected).resolve() == inside
+    outside = write_books(tmp_path / "shelf", layout="csv")  # outside the checkout: its absolute path
+    assert resolve_dataset_parameters({"dataset": str(outside)}) == {"dataset": str(outside.resolve())}
     with pytest.raises(ValueError, match=r"-p dataset ml-10k: neither a dataset name .*did you mean 'ml-100k'"):
         resolve_dataset_parameters({"dataset": "ml-10k"})
 

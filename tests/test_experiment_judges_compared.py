@@ -305,3 +305,17 @@ def test_a_panels_agreement_resamples_its_pairs_with_every_template() -> None:
     ref = weighted_kappa_ci(m1["truth"], m1["label"], [1, 2, 3, 4, 5], n_boot=2000, seed=0,
                             clusters=list(zip(m1["user"], m1["item"], strict=True)))  # fmt: skip
     assert (kappa["n"], kappa["kappa"], kappa["low"], kappa["high"]) == (60, ref.value, ref.low, ref.high)
+
+
+def test_runs_made_on_another_dataset_are_left_out_and_named(
+    scripted_judge, isolated_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # judges are compared on the same items: a run on a books folder is no judge of MovieLens
+    for name in ("default", "sim", "books"):
+        judged_run(scripted_judge, isolated_runs, name, f"judge-{name}", [1, 2, 3], finished=True)
+    manifest = isolated_runs / "books" / "manifest.json"
+    manifest.write_text(json.dumps(json.loads(manifest.read_text()) | {"parameters": {"02:dataset": "/x/books"}}))
+    assert [r.name for r in jc.load_runs()] == ["books", "default", "sim"]  # no run to compare with: every run
+    assert [r.name for r in jc.load_runs(same_dataset_as=isolated_runs / "default")] == ["default", "sim"]
+    assert "run books (.../books)" in capsys.readouterr().out  # no machine path in a page
+    assert [r.name for r in jc.load_runs(same_dataset_as=isolated_runs / "books")] == ["books"]

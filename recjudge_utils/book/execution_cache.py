@@ -24,7 +24,7 @@ from typing import Any
 
 import recjudge_utils
 from recjudge_utils.data import is_dataset_name
-from recjudge_utils.paths import MANIFEST_FILE, data_dir, runs_dir
+from recjudge_utils.paths import MANIFEST_FILE, data_dir, dataset_folder_path, runs_dir
 
 __all__ = [
     "book_key",
@@ -84,8 +84,8 @@ def dataset_folder_digest(parameters: Mapping[str, Any]) -> dict[str, str]:
     """The folder dataset a notebook's ``dataset`` parameter names (a path, not a dataset name), by
     :func:`data_digest`: a folder outside the data folder changes without changing the data folder's digest."""
     value = parameters.get("dataset")
-    if isinstance(value, str) and not is_dataset_name(value) and Path(value).is_dir():
-        return {value: data_digest(Path(value))}
+    if isinstance(value, str) and not is_dataset_name(value) and (folder := dataset_folder_path(value)).is_dir():
+        return {value: data_digest(folder)}
     return {}
 
 
@@ -151,13 +151,17 @@ def plan_key(notebooks: Mapping[Path, Mapping[str, Any]], scale: str) -> str:
     )
 
 
-def book_key(book_dir: Path, executed: Path) -> str:
-    """The key of a built book: the book's sources (configuration, pages, extensions, references) and the run's
-    executed notebooks and manifest page it is built from."""
+def book_key(book_dir: Path, executed: Path, other_pages: Mapping[str, Path] | None = None) -> str:
+    """The key of a built book: the book's sources (configuration, pages, extensions, references), the run's
+    executed notebooks and manifest page it is built from, and the pages it shows from other runs (by toc entry)."""
+    pages = sorted((other_pages or {}).items())
+    others = {entry: hashlib.sha256(page.read_bytes()).hexdigest() for entry, page in pages}
     return _key(
         {
             "sources": _digest_of_files(book_dir, _files(book_dir, skip={"_build", "executed"})),
             "executed": _digest_of_files(executed, _files(executed)),
             "package": package_digest(),
+            # only when there are some: a book of one run keeps the key it had
+            **({"other_pages": others} if others else {}),
         }
     )

@@ -482,18 +482,23 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN, force: bool = False) -> 
     ``jupyter-book build --all -W`` (warnings are errors, every page is rebuilt); returns whether it built.
 
     Nothing is built when the last build was made from the same book sources and executed notebooks (its key is in
-    ``book/_build/recjudge-build.json``) and its HTML is there, unless ``force``."""
+    ``book/_build/recjudge-build.json``) and its HTML is there, unless ``force``.
+
+    A toc entry ``executed/<other run>/<notebook>`` shows that notebook as executed in another run (the page that
+    runs chapter 2 on a books dataset): it is copied from ``runs/<other run>/executed/``."""
     source = run_dir(run_name) / "executed"
     book_dir = root / "book"
     toc = yaml.safe_load((book_dir / "_toc.yml").read_text())
     wanted = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
-    missing = [f for f in wanted if f.startswith("executed/") and not _executed_page(source, f).exists()]
+    pages = {f: _executed_page(source, f) for f in wanted if f.startswith("executed/")}
+    missing = [f for f, page in pages.items() if not page.exists()]
     if missing:
         raise ValueError(
-            f"run {run_name!r} has no executed copy of {', '.join(missing)} (run those notebooks into it first, "
-            f"e.g. python -m recjudge_utils.book run --run {run_name})"
+            f"no executed copy of {', '.join(missing)} (run those notebooks into their run first, e.g. python -m "
+            f"recjudge_utils.book run --run {run_name}; an entry executed/<run>/<notebook> is read from that run)"
         )
-    key = {"run": run_name, "key": book_key(book_dir, source)}
+    other_pages = {f: page for f, page in pages.items() if not page.is_relative_to(source)}
+    key = {"run": run_name, "key": book_key(book_dir, source, other_pages)}
     stamp = book_dir / "_build" / _BUILD_KEY_FILE
     built = book_dir / "_build" / "html" / "index.html"
     if not force and built.is_file() and stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) == key:
@@ -502,6 +507,10 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN, force: bool = False) -> 
     target = book_dir / "executed"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
+    for entry, page in other_pages.items():
+        copied = book_dir / entry.rpartition("/")[0] / page.name
+        copied.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(page, copied)
     stamp.unlink(missing_ok=True)  # a failed build leaves no key that claims its HTML
     jb = Path(sys.executable).with_name("jupyter-book")
     command = [str(jb) if jb.exists() else "jupyter-book", "build", str(book_dir), "--all", "-W", "--keep-going"]
@@ -513,6 +522,9 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN, force: bool = False) -> 
 
 def _executed_page(source: Path, toc_file: str) -> Path:
     stem = toc_file.removeprefix("executed/")
+    other_run, _, notebook = stem.rpartition("/")
+    if other_run:  # executed/<other run>/<notebook>: that run's executed copy
+        source, stem = run_dir(other_run) / "executed", notebook
     ipynb, md = source / f"{stem}.ipynb", source / f"{stem}.md"
     return ipynb if ipynb.exists() or not md.exists() else md
 
@@ -544,7 +556,9 @@ def _selection(
 
 def resolve_dataset_parameters(parameters: Mapping[str, Any], *, check: bool = False) -> dict[str, Any]:
     """``parameters`` with every ``dataset`` value (``dataset``, ``02:dataset``, ...) that is not a dataset name made
-    the absolute path of its folder: the notebooks execute in ``notebooks/``, not where the command was typed. A value
+    the path of its folder relative to the repository when it lies inside it (``data/my-books``: no machine's path in
+    an executed notebook; :func:`~recjudge_utils.paths.dataset_folder_path` finds it from ``notebooks/``), else its
+    absolute path: the notebooks execute in ``notebooks/``, not where the command was typed. A value
     that is neither a name nor a folder is a ValueError naming both. ``check``: each folder dataset is also read and
     checked here, once, so that a bad one is refused (a :class:`~recjudge_utils.data.DataFormatError` naming the file,
     line and problem) before any notebook runs, trains or judges."""
@@ -561,7 +575,8 @@ def resolve_dataset_parameters(parameters: Mapping[str, Any], *, check: bool = F
                 f"-p {name} {value}: neither a dataset name ({', '.join(DATASETS)}){suggestion(value, DATASETS)} "
                 f"nor a folder ({folder.resolve()} {'is a file' if folder.exists() else 'does not exist'})"
             )
-        out[name] = str(folder.resolve())
+        resolved, root = folder.resolve(), project_root()
+        out[name] = str(resolved.relative_to(root) if root and resolved.is_relative_to(root) else resolved)
         if check:
             load_folder_dataset(folder, verbose=False)
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..paths import shown_path
+from ..paths import dataset_folder_path, shown_path
 from ..registry import UnknownNameError, suggestion
 from ._common import (
     DataFormatError,
@@ -80,12 +80,13 @@ def load_dataset(
     for mind). Serendipity-2018 is not a ``Dataset``: use :func:`load_serendipity_pairs`.
     """
     if not is_dataset_name(name):
-        if isinstance(name, Path) or Path(name).exists() or any(sep in name for sep in ("/", "\\")):
+        folder = dataset_folder_path(name)
+        if isinstance(name, Path) or folder.exists() or any(sep in name for sep in ("/", "\\")):
             if options:
                 raise TypeError(f"a folder dataset takes no loader options, got {sorted(options)}")
             from .folder import load_folder_dataset
 
-            return load_folder_dataset(name, verbose=verbose)
+            return load_folder_dataset(folder, verbose=verbose)
         raise UnknownNameError(
             f"unknown dataset {name!r}: not a dataset name (known: {', '.join(REGISTRY)})"
             f"{suggestion(name, list(REGISTRY))}, and no folder {name!r} exists"

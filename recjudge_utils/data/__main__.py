@@ -1,11 +1,13 @@
 """The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME|FOLDER, export-split NAME|FOLDER,
-check FOLDER}`` (also ``recjudge-data``). Where a dataset name is taken, the path of a folder dataset is too."""
+check FOLDER, example books FOLDER}`` (also ``recjudge-data``). Where a dataset name is taken, the path of a folder
+dataset is too."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ._common import DataFormatError, DatasetNotAvailableError
 from .fetch import REGISTRY, dataset_folder, instructions, present_file_set
@@ -106,6 +108,19 @@ def _cmd_check(folder: str) -> int:
     return 0
 
 
+def _cmd_example(folder: str, layout: str) -> int:
+    """Write the synthetic books example dataset (its card included) into a new folder."""
+    from .examples import write_books
+
+    target = Path(folder)
+    if target.exists() and any(target.iterdir()):
+        print(f"{folder}: exists and is not empty; the example is written into a new folder", file=sys.stderr)
+        return 2
+    write_books(target, layout)
+    print(f"wrote the synthetic books example as {layout} files into {folder} (check it: data check {folder})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The data command; returns its exit code."""
     parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
@@ -132,7 +147,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and print its statistics and what the judge will see of an item",
     )
     c.add_argument("folder", help="the dataset's folder")
+    x = sub.add_parser("example", help="write an example folder dataset (synthetic books, with its card)")
+    x.add_argument("which", choices=["books"], help="the example")
+    x.add_argument("folder", help="folder to create")
+    x.add_argument("--layout", choices=["recbole", "csv", "parquet"], default="csv", help="file layout (default csv)")
     args = parser.parse_args(argv)
+    if args.command == "example":
+        return _cmd_example(args.folder, args.layout)
     if args.command == "list":
         return _cmd_list(args.data_dir)
     if args.command == "fetch":

@@ -40,7 +40,7 @@ from recjudge_utils.experiments.results import RESULTS_FILE, USAGE_FILE, read_re
 from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG
 from recjudge_utils.metrics.agreement import krippendorff_alpha_ci, raw_agreement_ci, weighted_kappa_ci
 from recjudge_utils.paper_tables import paper_table
-from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir
+from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir, shown_path
 from recjudge_utils.protocols.pointwise_score import TEMPLATES
 
 __all__ = [
@@ -175,10 +175,24 @@ class StoredRun:
         return totals
 
 
-def load_runs(root: Path | None = None) -> list[StoredRun]:
-    """Every run folder under ``runs/`` with at least one ``results.json`` of its manifest's judge, by name."""
+def run_dataset(manifest: Mapping[str, Any]) -> str:
+    """The dataset a run was made on: its ``dataset`` parameter (or a chapter's ``NN:dataset``), else the chapters'
+    default, ``ml-100k``."""
+    params = manifest.get("parameters") or {}
+    given = [str(v) for k, v in params.items() if k == "dataset" or k.endswith(":dataset")]
+    return given[0] if given else "ml-100k"
+
+
+def load_runs(root: Path | None = None, same_dataset_as: Path | None = None) -> list[StoredRun]:
+    """Every run folder under ``runs/`` with at least one ``results.json`` of its manifest's judge, by name.
+
+    ``same_dataset_as``: a run folder; runs made on another dataset are left out (judges are compared on the same
+    items), one printed line naming them."""
     root = root or runs_dir()
-    out = []
+    wanted = None
+    if same_dataset_as is not None and (same_dataset_as / MANIFEST_FILE).exists():
+        wanted = run_dataset(json.loads((same_dataset_as / MANIFEST_FILE).read_text(encoding="utf-8")))
+    out, other_data = [], []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []:
         results = {p.parent.name: read_results(p) for p in sorted(folder.glob(f"*/{RESULTS_FILE}"))
                    if p.parent.name not in _OWN_JUDGES}  # fmt: skip
@@ -186,6 +200,9 @@ def load_runs(root: Path | None = None) -> list[StoredRun]:
             continue
         manifest_path = folder / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+        if wanted is not None and run_dataset(manifest) != wanted:
+            other_data.append(f"{folder.name} ({shown_path(run_dataset(manifest))})")
+            continue
         run = StoredRun(folder.name, manifest, {}, folder)
         for notebook, res in results.items():
             made_by = res["judge"].get("name")
@@ -195,6 +212,8 @@ def load_runs(root: Path | None = None) -> list[StoredRun]:
                 run.results[notebook] = res
         if run.results:
             out.append(run)
+    if other_data:
+        print(f"left out, made on another dataset than {shown_path(wanted or '')}: run {', run '.join(other_data)}")
     shorts = [short_judge_name(run.judge) for run in out]
     for run, short in zip(out, shorts, strict=True):
         run.shown_as = short if shorts.count(short) == 1 else f"{short} [run {run.name}]"
