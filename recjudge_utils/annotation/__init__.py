@@ -13,6 +13,8 @@ One module per step:
 * :mod:`~recjudge_utils.annotation.agreement_with_people`: people among themselves, the judge against them;
 * :mod:`~recjudge_utils.annotation.ppi`: human-only, judge-only and prediction-powered system estimates (needs
   ``ppi-python``, in the ``book`` extra; imported only there, so the rest works with the base install);
+* :mod:`~recjudge_utils.annotation.ranking`: the systems ranked under each estimate, and chapter 7's decisions on
+  the estimates;
 * :mod:`~recjudge_utils.annotation.simulated_annotators`: simulated people of known noise, through the same files.
 """
 
