@@ -59,6 +59,7 @@ __all__ = [
     "find_folder_files",
     "is_folder_dataset",
     "item_texts",
+    "judge_item_texts",
     "load_folder_dataset",
 ]
 
@@ -964,6 +965,21 @@ def item_texts(ds: Dataset, items: Iterable[int] | None = None) -> dict[int, str
         text = parts[0] + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
         out[int(item)] = text if len(text) <= ci.max_chars else text[: ci.max_chars - 1].rstrip() + "…"
     return out
+
+
+def judge_item_texts(ds: Dataset) -> dict[int, str] | None:
+    """Every item's line in the judge's prompts for a folder dataset: :func:`item_texts`, the card's
+    ``items.describe`` in order within ``items.max_chars``, which is what ``data check`` says the judge sees; the
+    serendipity, Arena and SAER contexts show this line instead of their own (their ``texts`` argument).
+
+    None for a dataset the package knows by name: each protocol keeps its own item line there, because the card
+    road would change every prompt the chapters' MovieLens results were judged with (the named cards describe
+    ``[title, genres]``, which :func:`item_texts` writes ``Title (genres: A, B)``, where the papers' prompts show
+    ``Title (1995) (categories: A, B)``, ``Title (1995), genres: A, B`` and ``Title (1995) | A, B``);
+    tests/test_named_prompts_unchanged.py pins those renderings."""
+    if not isinstance(ds.extra.get("files"), FolderFiles):
+        return None
+    return item_texts(ds)
 
 
 def check_report(ds: Dataset, n_sample: int = 3) -> str:

@@ -39,6 +39,7 @@ import pandas as pd
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset
+from recjudge_utils.data.folder import judge_item_texts
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import sample_users, top_lists
 from recjudge_utils.judge.records import AnswerHealth
@@ -309,7 +310,13 @@ def build_panel(
     heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
     evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
     context = ArenaContext(
-        dataset.items, train, dataset.users, n_history=config.n_history, dataset=dataset.name, words=dataset.domain
+        dataset.items,
+        train,
+        dataset.users,
+        n_history=config.n_history,
+        dataset=dataset.name,
+        words=dataset.domain,
+        texts=judge_item_texts(dataset),
     )
     return ArenaPanel(users=users, recs=recs, evidence=evidence, context=context)
 

@@ -38,6 +38,7 @@ from statsmodels.stats.power import TTestPower
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.data.folder import judge_item_texts
 from recjudge_utils.experiments import arena, reevaluation, saer
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import judge_recommendations
@@ -549,7 +550,9 @@ def _reevaluation_noise(
     for sigma in config.reeval_noise:
         client = sim(noise=sigma, seed=config.seed)
         try:
-            scorer = SerendipityJudge(client, template=cfg.template, words=dataset.domain)
+            scorer = SerendipityJudge(
+                client, template=cfg.template, words=dataset.domain, texts=judge_item_texts(dataset)
+            )
             sources[f"noise {sigma:g}"] = judge_recommendations(
                 recs, fold.train, dataset.items, scorer, n_history=cfg.n_history, desc="re-evaluation (sim)",
                 future=future,

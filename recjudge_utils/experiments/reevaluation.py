@@ -43,6 +43,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.data.folder import judge_item_texts
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import (
     FewShotSource,
@@ -423,7 +424,9 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
         else None
     )
     scorer = (
-        serendipity_scorer(judge, few_shot.examples, cfg.template, cfg.n_history, dataset.domain)
+        serendipity_scorer(
+            judge, few_shot.examples, cfg.template, cfg.n_history, dataset.domain, judge_item_texts(dataset)
+        )
         if few_shot is not None
         else None
     )

@@ -47,6 +47,7 @@ from recjudge_utils.answer_formats.saer_fields import CATEGORIES
 from recjudge_utils.answer_formats.truth import PreferenceTruth
 from recjudge_utils.data import Dataset
 from recjudge_utils.data.domain import DomainWords
+from recjudge_utils.data.folder import judge_item_texts
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
@@ -291,7 +292,7 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
         raise ValueError("config.heldout is None: resolve it for the judge first (SaerConfig.resolved)")
     t0 = time.perf_counter()
     inter = dataset.interactions
-    catalogue = Catalogue.from_items(dataset.items)
+    catalogue = Catalogue.from_items(dataset.items, texts=judge_item_texts(dataset))
     customers = sample_customers(inter, config.n_customers, seed=config.seed, min_interactions=config.min_interactions)
     users = [int(u) for u in customers["user"]]
     # the sampled customers' last interactions (min_interactions > heldout leaves each a history), nobody else's

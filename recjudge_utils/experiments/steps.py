@@ -161,11 +161,17 @@ def few_shot_examples(
 
 
 def serendipity_scorer(
-    judge: Judge, examples: pd.DataFrame, template: str, n_history: int, words: DomainWords
+    judge: Judge,
+    examples: pd.DataFrame,
+    template: str,
+    n_history: int,
+    words: DomainWords,
+    texts: Mapping[int, str] | None = None,
 ) -> SerendipityJudge:
     """The serendipity judge with the few-shot ``examples`` (:func:`few_shot_examples`), in the judged dataset's
-    ``words`` (``Dataset.domain``)."""
-    return SerendipityJudge(judge, template=template, examples=examples, n_history=n_history, words=words)
+    ``words`` (``Dataset.domain``), showing its items as its card says (``texts``:
+    :func:`~recjudge_utils.data.folder.judge_item_texts`; None: the paper's item line)."""
+    return SerendipityJudge(judge, template=template, examples=examples, n_history=n_history, words=words, texts=texts)
 
 
 def judge_recommendations(

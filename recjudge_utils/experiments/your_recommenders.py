@@ -45,6 +45,7 @@ import pandas as pd
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.answer_formats.saer_fields import LABELS_WORST_FIRST
 from recjudge_utils.data import Dataset, SerendipityPairs
+from recjudge_utils.data.folder import judge_item_texts
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import (
     FewShotSource,
@@ -311,7 +312,8 @@ def _serendipity(
     few_shot = few_shot_examples(
         data.examples, panel.users, config.n_shots, config.n_history, config.seed, name, words=words
     )
-    scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, words)
+    texts = judge_item_texts(data.dataset)
+    scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, words, texts)
     recs = panel.frame()
     inter = data.dataset.interactions
     future = inter.loc[inter["timestamp"] > data.fold.train_end]
@@ -335,6 +337,7 @@ def _arena(
         n_history=config.n_history,
         dataset=data.dataset.name,
         words=data.dataset.domain,
+        texts=judge_item_texts(data.dataset),
     )
     duel = PairwiseJudge(judge, context, k=config.top_k)
     comparisons = arena_comparisons(panel.systems, panel.users, config.arena_pairs)
@@ -359,7 +362,7 @@ def _saer(
     """(one row per list: the label and the judgment; the users x systems matrix of labels on 0..2)."""
     inter = data.dataset.interactions
     visible = inter.loc[inter["timestamp"] <= data.fold.train_end]  # the context ends where training ends
-    catalogue = Catalogue.from_items(data.dataset.items)
+    catalogue = Catalogue.from_items(data.dataset.items, texts=judge_item_texts(data.dataset))
     words = data.dataset.domain
     contexts = {u: build_context(visible, catalogue, u, words, max_history=config.n_history) for u in panel.users}
     labels = SaerPointwise(saer_variant(words)).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)

@@ -123,6 +123,9 @@ class SerendipityJudge:
     zero-shot). ``n_history``: how many of the most recent history items are shown (the paper uses 10).
     ``words``: the dataset's words the prompt uses (``Dataset.domain``; neutral words, never a movie word, by default).
     ``use_json_schema``: ask the backend for JSON matching the answer's schema (grammar-constrained on llama.cpp).
+    ``texts``: item id -> the line the judge reads of it, from the dataset's card
+    (:func:`recjudge_utils.data.folder.judge_item_texts`); None: this paper's own line, ``Title (Year) (categories:
+    A, B)`` (:func:`~recjudge_utils.protocols.context.serendipity.item_texts`).
     """
 
     def __init__(
@@ -134,6 +137,7 @@ class SerendipityJudge:
         words: DomainWords = NEUTRAL_DOMAIN,
         use_json_schema: bool = True,
         seed: int | None = 0,
+        texts: Mapping[int, str] | None = None,
     ) -> None:
         self.stages = template_stages(template)
         if n_history < 1:
@@ -150,6 +154,11 @@ class SerendipityJudge:
         self.words = words
         self.use_json_schema = use_json_schema
         self.seed = seed
+        self.texts = texts
+
+    def _item_texts(self, items: pd.DataFrame) -> Mapping[int, str]:
+        """The card's item lines when the judge was given them, else the paper's, built from ``items``."""
+        return self.texts if self.texts is not None else item_texts(items)
 
     # -- rendering ---------------------------------------------------------------------------------------
     def _slots(self, history_text: Sequence[str], candidate_text: str, prev: Mapping[str, int]) -> dict[str, object]:
@@ -185,7 +194,7 @@ class SerendipityJudge:
         previous: Mapping[str, int] | None = None,
     ) -> tuple[Message, ...]:
         """The chat messages of one call (for inspection and tests)."""
-        texts = item_texts(items)
+        texts = self._item_texts(items)
         st = self.stages[stage]
         hist = [lookup(texts, i) for i in as_item_list(history)]
         slots = self._slots(hist, lookup(texts, candidate), previous or {})
@@ -235,7 +244,7 @@ class SerendipityJudge:
         missing = {"user", "item", "history"} - set(pairs.columns)
         if missing:
             raise ValueError(f"pairs frame lacks columns {sorted(missing)}")
-        texts = item_texts(items)
+        texts = self._item_texts(items)
         n = len(pairs)
         users = pairs["user"].to_numpy()
         cands = pairs["item"].to_numpy()

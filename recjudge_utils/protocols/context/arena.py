@@ -81,7 +81,11 @@ def describe_profile(row: Mapping[str, Any] | None, dataset: str = "") -> str:
 
 
 class ArenaContext:
-    """Everything the prompts need about users and items, built once from the training data."""
+    """Everything the prompts need about users and items, built once from the training data.
+
+    ``texts``: item id -> the line the judge reads of it, from the dataset's card
+    (:func:`recjudge_utils.data.folder.judge_item_texts`); None: the paper's ``Title (Year), genres: A, B``.
+    """
 
     def __init__(
         self,
@@ -91,12 +95,14 @@ class ArenaContext:
         n_history: int = 10,
         dataset: str = "ml-100k",
         words: DomainWords = NEUTRAL_DOMAIN,
+        texts: Mapping[int, str] | None = None,
     ) -> None:
         if n_history <= 0:
             raise ValueError("n_history must be positive")
         self.dataset = dataset
         self.words = words
         self.n_history = n_history
+        self._texts = texts
         years = items["year"] if "year" in items.columns else pd.Series([None] * len(items), index=items.index)
         self._items = {}
         for item, title, genres, year in zip(items["item"], items["title"], items["genres"], years, strict=True):
@@ -122,7 +128,9 @@ class ArenaContext:
         return describe_profile(self._users.get(int(user)), self.dataset)
 
     def describe(self, item: int) -> str:
-        """An item as the prompt shows it: title and genres."""
+        """An item as the prompt shows it: the card's line when given (``texts``), else title and genres."""
+        if self._texts is not None and int(item) in self._texts:
+            return self._texts[int(item)]
         title, genres = self._items.get(int(item), (f"item {int(item)}", ""))
         return f"{title}, genres: {genres}" if genres else title
 

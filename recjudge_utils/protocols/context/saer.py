@@ -28,7 +28,7 @@ categories are every category of the 5 latest interactions, most frequent first.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -131,16 +131,19 @@ def _clip(text: str, n: int) -> str:
 
 @dataclass(frozen=True)
 class Catalogue:
-    """Item id -> short display text (title, brand, categories) used in prompts."""
+    """Item id -> short display text (title, brand, categories) used in prompts; ``lines``: the card's line of each
+    item (:func:`recjudge_utils.data.folder.judge_item_texts`), shown instead when given."""
 
     titles: dict[int, str]
     categories: dict[int, list[str]]
     brands: dict[int, str]
+    lines: Mapping[int, str] | None = None
 
     @classmethod
-    def from_items(cls, items: pd.DataFrame, max_title: int = 70) -> Catalogue:
+    def from_items(cls, items: pd.DataFrame, max_title: int = 70, texts: Mapping[int, str] | None = None) -> Catalogue:
         """Titles (missing titles become "untitled product <asin>"), brands, and ``genres`` as categories
-        (movie genres; for Amazon the loader's leaf categories)."""
+        (movie genres; for Amazon the loader's leaf categories); ``texts``: the card's item lines (None: SAER's
+        own ``Title | Brand | Categories``)."""
         frame = items.drop_duplicates("item")
         ids = [int(i) for i in frame["item"]]
         fallback = frame["asin"].astype(str).tolist() if "asin" in frame.columns else [str(i) for i in ids]
@@ -162,14 +165,16 @@ class Catalogue:
                 for i, b in zip(ids, frame["brand"].tolist(), strict=True)
                 if isinstance(b, str) and b.strip()
             }
-        return cls(titles=titles, categories=cats, brands=brands)
+        return cls(titles=titles, categories=cats, brands=brands, lines=texts)
 
     def title(self, item: int) -> str:
         """The item's title (``item N`` when the catalogue has none)."""
         return self.titles.get(int(item), f"item {int(item)}")
 
     def line(self, item: int, max_categories: int = 3) -> str:
-        """ "Title | Brand | Cat1, Cat2" (brand and categories where the catalogue has them)."""
+        """ "Title | Brand | Cat1, Cat2" (brand and categories where the catalogue has them), or the card's line."""
+        if self.lines is not None and int(item) in self.lines:
+            return self.lines[int(item)]
         parts = [self.title(item)]
         if int(item) in self.brands:
             parts.append(self.brands[int(item)])

@@ -1,13 +1,14 @@
 """How the serendipity judge is shown an item and a user's history (paper: serendipity-llm-judge, Sec. 3).
 
-An item is ``Title (Year) (categories: A, B)``; a history is the user's last ``n`` items, numbered, oldest
-first. :func:`item_texts` builds the text of every item of a catalogue once.
+An item is ``Title (Year) (categories: A, B)`` (a folder dataset's judge reads its card's line instead, given as
+:class:`~recjudge_utils.protocols.pointwise_score.SerendipityJudge`'s ``texts``); a history is the user's last ``n``
+items, numbered, oldest first. :func:`item_texts` builds the text of every item of a catalogue once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -54,7 +55,7 @@ def item_texts(items: pd.DataFrame) -> dict[int, str]:
     }
 
 
-def lookup(texts: dict[int, str], item: Any) -> str:
+def lookup(texts: Mapping[int, str], item: Any) -> str:
     """The text of one item; an unknown item is a KeyError naming it."""
     try:
         return texts[int(item)]
