@@ -393,9 +393,11 @@ def test_an_llm_run_sees_the_whole_history_and_only_a_simulated_run_holds_out_th
     assert numbers_in(llm_lines[2])[0] == cfg.window_days == 180
     assert f"shown: {liked} of {liked} liked" in llm_lines[2]
     assert llm_lines[3].startswith("- Nothing held out")
-    words_line = about(llm_lines, "Words:")  # which words and item fields the judge was shown
-    assert "saer/movies" in words_line and '"movie"' in words_line and '"watched"' in words_line
-    assert "title" in words_line and "categories" in words_line
+    words_line = about(llm_lines, "Words:")  # which words, prompts and item fields the judge was shown
+    assert '"movie"' in words_line and '"watched"' in words_line
+    prompts_line = about(llm_lines, "SAER:")
+    assert f"saer/movies/pointwise_{cfg.main_version}" in prompts_line and "saer/movies/pairwise_" in prompts_line
+    assert "title" in prompts_line and "categories" in prompts_line
     sim_note = context_note(simulated).text
     assert f"- Held-out future: each customer's last {saer.SIM_HELDOUT} " in sim_note
     cut = context_note(saer.run(scripted_judge(_always_set_1), ds, replace(cfg, max_history=2))).text

@@ -55,6 +55,7 @@ __all__ = [
     "RECBOLE_TYPES",
     "TABLE_SUFFIXES",
     "FolderFiles",
+    "card_describes",
     "check_report",
     "find_folder_files",
     "is_folder_dataset",
@@ -967,6 +968,15 @@ def item_texts(ds: Dataset, items: Iterable[int] | None = None) -> dict[int, str
     return out
 
 
+def card_describes(ds: Dataset) -> CardItems | None:
+    """The card's ``items`` section when it decides the judge's item line (a folder dataset), else None (a dataset
+    the package knows by name: each protocol keeps its own line; see :func:`judge_item_texts`)."""
+    card: DatasetCard | None = ds.extra.get("card")
+    if card is None or not isinstance(ds.extra.get("files"), FolderFiles):
+        return None
+    return card.items
+
+
 def judge_item_texts(ds: Dataset) -> dict[int, str] | None:
     """Every item's line in the judge's prompts for a folder dataset: :func:`item_texts`, the card's
     ``items.describe`` in order within ``items.max_chars``, which is what ``data check`` says the judge sees; the
@@ -977,9 +987,7 @@ def judge_item_texts(ds: Dataset) -> dict[int, str] | None:
     ``[title, genres]``, which :func:`item_texts` writes ``Title (genres: A, B)``, where the papers' prompts show
     ``Title (1995) (categories: A, B)``, ``Title (1995), genres: A, B`` and ``Title (1995) | A, B``);
     tests/test_named_prompts_unchanged.py pins those renderings."""
-    if not isinstance(ds.extra.get("files"), FolderFiles):
-        return None
-    return item_texts(ds)
+    return item_texts(ds) if card_describes(ds) is not None else None
 
 
 def check_report(ds: Dataset, n_sample: int = 3) -> str:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from itertools import combinations
 from typing import Any, ClassVar
@@ -265,6 +265,8 @@ class SaerPanel:
     lists: dict[str, dict[int, list[int]]]
     heldout: int  # each customer's last interactions held out of context and training (0: none)
     hits: dict[str, dict[int, int]] | None  # None when nothing is held out (no truth)
+    #: the dataset the panel is drawn from: its card and items say which fields the judge's item lines show
+    dataset: Dataset | None = field(default=None, compare=False, repr=False)
 
     @property
     def users(self) -> list[int]:
@@ -316,7 +318,15 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
         timings["load data"] = t1 - t0
         timings["fit recommenders"] = time.perf_counter() - t1
     return SaerPanel(
-        saer_variant(dataset.domain), dataset.domain, customers, contexts, catalogue, lists, config.heldout, hits
+        saer_variant(dataset.domain),
+        dataset.domain,
+        customers,
+        contexts,
+        catalogue,
+        lists,
+        config.heldout,
+        hits,
+        dataset,
     )
 
 

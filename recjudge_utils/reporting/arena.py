@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
+from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.arena import PAPER_NAMES, ArenaRun
 from recjudge_utils.experiments.transparency import TRANSPARENCY_MODELS, TransparencyRun
 from recjudge_utils.paper_tables import paper_table
@@ -22,11 +23,13 @@ from recjudge_utils.reporting.callouts import Callout, judge_caveat, stand_in_no
 from recjudge_utils.reporting.cells import estimate_cell
 from recjudge_utils.reporting.claims import Estimate, leader, side, sides
 from recjudge_utils.reporting.figures import forest_plot, legend_below, palette, titled
+from recjudge_utils.reporting.judge_saw import arena_use, judge_saw
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
-    "aspect_table", "close_pairs_figure", "close_pairs_table", "figure6", "headline_cells", "judge_facts", "notes",
+    "aspect_table", "close_pairs_figure", "close_pairs_table", "figure6", "headline_cells", "judge_facts",
+    "judge_saw_note", "notes",
     "paper_cases", "paper_dataset", "paper_r_rounding", "paper_table3", "position_figure", "position_sentence",
     "position_table",
     "q_figure", "relative_table", "separation_table", "setup_table", "table1", "table2", "table2_beside_paper",
@@ -470,3 +473,9 @@ def takeaways_items(run: ArenaRun, transparency: TransparencyRun | None = None) 
     items = [T("takeaways.unreadable", sentence=health_sentence(health))] if health else [
         *_q_takeaways(run), _position_takeaway(run), _correlation_takeaway(run)]  # fmt: skip
     return items + _separation_takeaway(run) + ([_transparency_takeaway(transparency)] if transparency else [])
+
+
+def judge_saw_note(run: ArenaRun, dataset: Dataset) -> Callout:
+    """What the judge saw: the pairwise prompt (and the absolute one when lists were scored too), the dataset's
+    domain words and its items' fields."""
+    return judge_saw([arena_use(dataset.items, dataset, absolute=run.config.absolute)], dataset.domain)

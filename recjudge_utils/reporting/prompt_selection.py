@@ -25,13 +25,15 @@ from recjudge_utils.reporting.callouts import Callout, admonition, judge_caveat,
 from recjudge_utils.reporting.cells import estimate_cell
 from recjudge_utils.reporting.claims import Estimate, side, sides
 from recjudge_utils.reporting.figures import count_grid, done, forest_plot, grouped_bars, palette
+from recjudge_utils.reporting.judge_saw import judge_saw, serendipity_use
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
     "agreement_table", "baselines_table", "confusion_figure", "cost_table", "data_lines", "data_notes",
     "distribution_figure", "example_prompt", "examples_table", "forest_rows", "g_table", "health_notes",
-    "judging_lines", "logprob_lines", "logprob_table", "sample_sentence", "sample_size_lines", "selection_lines",
+    "judge_saw_note", "judging_lines", "logprob_lines", "logprob_table", "sample_sentence", "sample_size_lines",
+    "selection_lines",
     "table1", "table1_notes", "table1_side_by_side", "takeaways_items", "template_forest", "tests_table",
     "unparsed_answers", "verdict_lines",
 ]  # fmt: skip
@@ -334,3 +336,8 @@ def sample_sentence(run: PromptSelectionRun) -> str:
     """The judged pairs and the mean width of the MAE CIs, in words (the takeaways and section 8 say it)."""
     n, width = len(run.eval_pairs), run.mae_ci_width
     return T("takeaways.sample_none", n=n) if pd.isna(width) else T("takeaways.sample", n=n, width=f"{width:.2f}")
+
+
+def judge_saw_note(run: PromptSelectionRun) -> Callout:
+    """What the judge saw: every template's prompts, the labelled pairs' domain words and the item fields."""
+    return judge_saw([serendipity_use(run.config.templates, run.data.items)], run.data.domain)

@@ -13,7 +13,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
-from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments import reevaluation as ex
 from recjudge_utils.experiments.reevaluation import SERENDIPITY_METRICS, ReevaluationRun
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
@@ -26,12 +26,14 @@ from recjudge_utils.reporting.answer_health import NO_PARSED, health_sentence, u
 from recjudge_utils.reporting.callouts import Callout, small_model, stand_in_note
 from recjudge_utils.reporting.claims import Estimate, Leader, leader, plural
 from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
+from recjudge_utils.reporting.judge_saw import judge_saw, serendipity_use
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
     "ACCURACY", "SERENDIPITY", "accuracy_serendipity_figure", "checks_markdown", "data_note", "examples_note",
-    "health_notes", "judgment_text", "observations", "paper_table3", "random_test_lines", "random_tests", "split_text",
+    "health_notes", "judge_saw_note",
+    "judgment_text", "observations", "paper_table3", "random_test_lines", "random_tests", "split_text",
     "table2", "table3", "table3_figure", "table3_frame", "takeaways_items", "tuning_table", "uaum_lines",
     "unparsed_judgments", "users_sentence",
 ]  # fmt: skip
@@ -420,3 +422,8 @@ def takeaways_items(run: ReevaluationRun) -> list[str]:
     items = [_health_takeaway(run), _lead_takeaway(s, "p_acc", k), _lead_takeaway(s, "p_ser", k),
              _random_takeaway(s, k), _avg_takeaway(s, k), _judge_takeaway(run.judge_name)]  # fmt: skip
     return [item for item in items if item]
+
+
+def judge_saw_note(run: ReevaluationRun, dataset: Dataset) -> Callout:
+    """What the judge saw: the template's prompts, the judged dataset's domain words and its items' fields."""
+    return judge_saw([serendipity_use([run.config.template], dataset.items, dataset)], dataset.domain)

@@ -27,6 +27,7 @@ from recjudge_utils.reporting.callouts import Callout, admonition, exercise, sta
 from recjudge_utils.reporting.cells import estimate_cell
 from recjudge_utils.reporting.claims import Estimate, apart, leader, side
 from recjudge_utils.reporting.figures import done, forest_plot, palette, stacked_bars, whisker
+from recjudge_utils.reporting.judge_saw import JudgeUse, judge_saw_lines, saer_use
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
@@ -104,17 +105,18 @@ def context_note(run: SaerRun) -> Callout:
     else:
         lines = [T("context.cut", n=cfg.max_history, days=cfg.window_days, counts=counts)]
     lines.append(T("context.heldout", n=panel.heldout) if panel.heldout else T("context.nothing_held"))
-    words = panel.words
-    lines.append(T("context.words", variant=panel.domain, item=words.item, items=words.items,
-                   consumed=words.consumed, platform=words.platform, fields=_item_fields(panel)))  # fmt: skip
+    lines.extend(judge_saw_lines([_saer_use(run)], panel.words))
     return _note(T("context.title"), lines)
 
 
-def _item_fields(run_panel: ex.SaerPanel) -> str:
-    """The catalogue fields an item line shows (title, then brand and categories where the catalogue has them)."""
-    catalogue = run_panel.catalogue
-    fields = ["title"] + (["brand"] if catalogue.brands else []) + (["categories"] if catalogue.categories else [])
-    return ", ".join(fields)
+def _saer_use(run: SaerRun) -> JudgeUse:
+    """The SAER prompts this run sent (pointwise: the main version, every version under the ablation; pairwise:
+    every version, the adversarial test's) and the fields of its item lines."""
+    cfg, panel = run.config, run.panel
+    pointwise = cfg.prompt_versions if cfg.pointwise_ablation else (cfg.main_version,)
+    dataset = panel.dataset
+    items = dataset.items if dataset is not None else pd.DataFrame({"title": [], "genres": []})
+    return saer_use(panel.domain, {"pointwise": pointwise, "pairwise": cfg.prompt_versions}, items, dataset)
 
 
 def example_lists(run: SaerRun, user: int | None = None) -> Styler:

@@ -14,19 +14,24 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
+from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.your_recommenders import OFFLINE, Recovery, YourRecommendersRun, cost_at_scale
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.lists import RecommendationLists
+from recjudge_utils.protocols.context.saer import saer_variant
+from recjudge_utils.protocols.saer import SaerPointwise
 from recjudge_utils.reporting.answer_health import unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, MySTText, myst
 from recjudge_utils.reporting.claims import Estimate, leader, side
 from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
+from recjudge_utils.reporting.judge_saw import JudgeUse, arena_use, judge_saw, saer_use, serendipity_use
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
     "NAMES", "agreement_figure", "agreement_sentences", "baseline_section", "baseline_sentences", "baseline_table",
-    "beyond_sentences", "beyond_table", "cost_table", "coverage_table", "curve_figure", "health_notes", "lists_table",
+    "beyond_sentences", "beyond_table", "cost_table", "coverage_table", "curve_figure", "health_notes",
+    "judge_saw_note", "lists_table",
     "missingness_sentences", "offline_table", "plan_text", "planning_table", "power_table", "q_table",
     "recovery_sentences", "recovery_table", "scale_table", "separation_table", "serendipity_table", "takeaways_items",
     "tau_table", "timings_text", "tournament_table", "unparsed_table", "verdict_figure", "verdict_table",
@@ -519,3 +524,19 @@ def takeaways_items(run: YourRecommendersRun) -> list[str]:
     if users >= _MIN_USERS_FOR_CLAIMS:
         said += baseline_sentences(run)
     return [*said, *agreement_sentences(run)[:3]]
+
+
+def judge_saw_note(run: YourRecommendersRun, dataset: Dataset) -> Callout:
+    """What the judge saw: each protocol's prompts (SAER's pointwise prompt in the set the dataset's words choose),
+    the dataset's domain words and the item fields every protocol showed."""
+    items = dataset.items
+    uses: list[JudgeUse] = []
+    for protocol in run.config.protocols:
+        if protocol == "serendipity":
+            uses.append(serendipity_use([run.config.template], items, dataset))
+        elif protocol == "arena":
+            uses.append(arena_use(items, dataset))
+        else:
+            variant = saer_variant(dataset.domain)
+            uses.append(saer_use(variant, {"pointwise": [SaerPointwise(variant).version]}, items, dataset))
+    return judge_saw(uses, dataset.domain)
