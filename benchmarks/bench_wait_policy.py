@@ -11,7 +11,9 @@ The workload is bench_embedded.py's book-shaped recording (chapters 1-4 with the
 ``--fraction`` of each chapter), replayed through the package's judge client with a fresh cache and llama-server
 with 1 slot, once per policy; "busy" adds 2 processes spinning in pure Python, as a test lane beside the book does.
 
-    flock /tmp/recjudge-cpu.lock .venv/bin/python benchmarks/bench_wait_policy.py --fraction 0.1
+    flock /tmp/recjudge-cpu.lock .venv/bin/python benchmarks/bench_wait_policy.py --fraction 0.05 --limit 8
+
+(the busy machine under libgomp's default is slow: 24 requests had not finished after 8 minutes, hence ``--limit``)
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ def busy_processes(n: int) -> list[subprocess.Popen]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fraction", type=float, default=0.1, help="share of each chapter's requests (1: all)")
+    ap.add_argument("--limit", type=int, default=None, help="replay at most this many of the sampled requests")
     ap.add_argument("--busy", type=int, default=2, help="spinning processes on the busy machine")
     ap.add_argument("--policies", nargs="+", default=["libgomp default", "PASSIVE"], choices=list(POLICIES))
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="recjudge-bench-wait-"))
     workload = load_workload(REPO / "runs" / "bench_embedded" / f"workload-{__version__}.pkl", scratch)
-    requests = sample(workload, args.fraction)
+    requests = sample(workload, args.fraction)[: args.limit]
     print(f"workload: {len(requests)} requests (fraction {args.fraction}); 1 slot; {os.cpu_count()} cores", flush=True)
     walls: dict[tuple[str, str], float] = {}
     for machine in ("idle", "busy"):

@@ -17,6 +17,7 @@ from claims import numbers_in
 from scipy import stats
 from sklearn.preprocessing import MinMaxScaler
 from statsmodels.stats.proportion import proportion_confint
+from test_notebook_parameters import parameters
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
 from recjudge_utils.data import Dataset
@@ -27,7 +28,6 @@ from recjudge_utils.metrics.correlation import pearson_rounding_range
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.arena import resolve_aspects
 from recjudge_utils.reporting import arena as report
-from tests.test_notebook_parameters import parameters
 
 RECOMMENDERS = ("fm", "pop", "random", "bprmf")
 

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 import pytest
 from claims import about, affirms, clauses, has_number, intervals_in, says_no_ranking, says_overlap
+from test_experiment_arena import toy_dataset
 
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL, aspect_key
 from recjudge_utils.experiments import arena
@@ -21,7 +22,6 @@ from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.protocols.arena import resolve_aspects
 from recjudge_utils.reporting import arena as report
 from recjudge_utils.reporting.cells import estimate_cell
-from tests.test_experiment_arena import toy_dataset
 
 KEYS = [aspect_key(a) for a in resolve_aspects()]
 ABSOLUTE = json.dumps({"analysis": "fine", "score": 0.5})

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_experiment_judges_compared import NOTEBOOK, judged_run, stored_run
 
 from recjudge_utils.experiments.judges_compared import StoredRun, compare, load_runs
 from recjudge_utils.experiments.results import result
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.reporting import judges_compared as report
-from tests.test_experiment_judges_compared import NOTEBOOK, judged_run, stored_run
 
 
 def test_every_run_is_described_in_words(scripted_judge, isolated_runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
