@@ -5,14 +5,13 @@ and every bad dataset refused before any training or judge call."""
 from __future__ import annotations
 
 import math
-import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from test_data_folder import BOOKS, FIX, copy, edit
 
 import recjudge_utils.judge.client as judge_client
 import recjudge_utils.recommenders.training as training
@@ -30,23 +29,7 @@ from recjudge_utils.paths import dataset_folder_path, project_root
 from recjudge_utils.recommenders.data_needs import keep_usable, usable_recommenders
 from recjudge_utils.splitting.export import temporal_fold
 
-FIX = Path(__file__).parent / "fixtures"
-BOOKS = FIX / "folder_books"
 ROOT = project_root()
-MOVIE_WORDS = re.compile(r"movie|film|watched|viewing", re.IGNORECASE)
-
-
-def copy(tmp_path: Path, layout: str = "recbole") -> Path:
-    target = tmp_path / f"books-{layout}"
-    shutil.copytree(BOOKS / layout, target)
-    return target
-
-
-def edit(path: Path, change: Callable[[str], str]) -> None:
-    text = path.read_text(encoding="utf-8")
-    changed = change(text)
-    assert changed != text, f"the edit changed nothing in {path}"
-    path.write_text(changed, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------------------------- load_dataset
