@@ -13,7 +13,9 @@ with 1 slot, once per policy; "busy" adds 2 processes spinning in pure Python, a
 
     flock /tmp/recjudge-cpu.lock .venv/bin/python benchmarks/bench_wait_policy.py --fraction 0.05 --limit 8
 
-(the busy machine under libgomp's default is slow: 24 requests had not finished after 8 minutes, hence ``--limit``)
+(the busy machine under libgomp's default is slow: 24 requests had not finished after 8 minutes, hence ``--limit``,
+which keeps the first requests: chapter 1's, whose answers are a few tokens, so they measure prompt processing, where
+the policy matters little; generation, the Arena's and SAER's long answers, is where it doubles or halves)
 """
 
 from __future__ import annotations
