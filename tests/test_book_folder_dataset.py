@@ -10,7 +10,6 @@ counts from the folder's real sizes. Kernels start here: the ``make test-book-wo
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +55,8 @@ def _parameters(folder: Path, chapters: tuple[str, ...]) -> dict[str, Any]:
 def folder_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     runs = tmp_path_factory.mktemp("folder-runs")
     data = tmp_path_factory.mktemp("folder-data")
-    saved = os.environ.get("RECJUDGE_RUNS_DIR")
-    os.environ["RECJUDGE_RUNS_DIR"] = str(runs)
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # a module fixture: the runs folder is set back afterwards
+        patch.setenv("RECJUDGE_RUNS_DIR", str(runs))
         sim = load_profile("sim")
         recbole, parquet = write_books(data / "recbole"), write_books(data / "parquet", layout="parquet")
         planned = book.plan(sim, "recbole", _parameters(recbole, ("02",)), only=["02"], root=ROOT)
@@ -66,11 +64,6 @@ def folder_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         book.run(sim, "recbole", _parameters(recbole, CHAPTERS), only=list(CHAPTERS), build=False, root=ROOT)
         book.run(sim, "parquet", _parameters(parquet, ("02", "07")), only=["02", "07"], build=False, root=ROOT)
         yield runs
-    finally:
-        if saved is None:
-            os.environ.pop("RECJUDGE_RUNS_DIR", None)
-        else:
-            os.environ["RECJUDGE_RUNS_DIR"] = saved
 
 
 def _messages(folder: Path) -> list[str]:

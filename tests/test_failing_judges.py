@@ -12,7 +12,6 @@ says so instead of claiming anything.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,25 +155,19 @@ KNOBS = {
 @pytest.fixture(scope="module")
 def knob_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     runs = tmp_path_factory.mktemp("failing-runs")
-    saved = os.environ.get("RECJUDGE_RUNS_DIR")
     trained = BOOK_RUNS / "artifacts"
     if not trained.is_dir():
         pytest.fail(f"{trained} is missing: run make book before make test-book (its trained models are reused)")
     # CI runs this beside make book's default run, which may be storing chapter 5's models: a temporary file being
     # written is not a model
     shutil.copytree(trained, runs / "artifacts", ignore=shutil.ignore_patterns("*.tmp"))
-    os.environ["RECJUDGE_RUNS_DIR"] = str(runs)
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # a module fixture: the runs folder is set back afterwards
+        patch.setenv("RECJUDGE_RUNS_DIR", str(runs))
         for name, options in KNOBS.items():
             profile = load_profile({"name": f"sim-{name}", "backend": "sim", "model": "sim", "options": options})
             # chapter 5 is left out: it judges with its own simulated judge, whatever the run's profile
             book.run(profile, name, only=CHAPTERS, build=False, root=ROOT)  # raises on any crash
         yield runs
-    finally:
-        if saved is None:
-            os.environ.pop("RECJUDGE_RUNS_DIR", None)
-        else:
-            os.environ["RECJUDGE_RUNS_DIR"] = saved
 
 
 CHAPTERS = ["00", "01", "02", "03", "04", "06", "07"]

@@ -498,7 +498,7 @@ def build_book(root: Path, run_name: str = DEFAULT_RUN, force: bool = False) -> 
     if missing:
         raise ValueError(
             f"no executed copy of {', '.join(missing)} (run those notebooks into their run first, e.g. python -m "
-            f"recjudge_utils.book run --run {run_name}; an entry executed/<run>/<notebook> is read from that run)"
+            f"recjudge_utils.book run --run {run_name}; an entry executed/<run>--<notebook> is read from that run)"
         )
     other_pages = {f: page for f, page in pages.items() if not page.is_relative_to(source)}
     key = {"run": run_name, "key": book_key(book_dir, source, other_pages)}

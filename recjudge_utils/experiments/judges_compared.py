@@ -200,8 +200,8 @@ def load_runs(root: Path | None = None, same_dataset_as: Path | None = None) -> 
             continue
         manifest_path = folder / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-        if wanted is not None and run_dataset(manifest) != wanted:
-            other_data.append(f"{folder.name} ({shown_path(run_dataset(manifest))})")
+        if wanted is not None and (dataset := run_dataset(manifest)) != wanted:
+            other_data.append(f"{folder.name} ({shown_path(dataset)})")
             continue
         run = StoredRun(folder.name, manifest, {}, folder)
         for notebook, res in results.items():
