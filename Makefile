@@ -15,7 +15,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book book-sim test test-fast test-book test-book-worlds test-book-runs lint lint-rest install embedded lock data clean
+.PHONY: book book-sim test test-fast test-book test-book-worlds test-book-runs lint lint-rest install embedded lock data label-studio clean
 
 # The offline book: a run with the simulated judge (notebooks 1-4 and 7, 30 judged users where a chapter takes
 # n_users, so that chapter 7's tests, curves and agreement have users to decide on: the simulated run carries the
@@ -23,23 +23,25 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # run with the embedded model (every notebook, the "Judges compared" chapter reading every run), built from the
 # default run. The embedded model judges close to randomly, so its run is sized to show each chapter's method, not to
 # estimate anything (book/intro.md says so, size by size): chapter 1 judges 4 pairs per template, chapter 2 the top 10,
-# chapter 3 one user, chapter 4 two customers, chapter 7 one user of four of chapter 2's recommenders against Pop.
+# chapter 3 one user, chapter 4 two customers, chapter 7 one user of four of chapter 2's recommenders against Pop,
+# chapter 8 five of chapter 2's ten judged pairs per system.
 # Each step keeps what is unchanged since it was last made (an execution cache keyed by the notebook, its parameters,
 # the judge, the package and the data; the key is in each run's manifest.json): a second make book with nothing
 # changed executes nothing. make book FORCE=1 executes, plans and builds everything again.
 DEFAULT_ARGS ?= -p 01:n_pairs 4 -p 02:top_k 10 -p 03:n_users 1 -p 04:n_customers 2 -p 07:n_users 1 \
-	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop
+	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop -p 08:notebook 02_rs_reevaluation -p 08:per_system 5
 FORCE_ARG := $(if $(FORCE),--force,)
 book: book-sim
 	$(PY) -m recjudge_utils.book plan --run default $(DEFAULT_ARGS) $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run $(DEFAULT_ARGS) $(FORCE_ARG) $(BOOK_ARGS)
 
-# make book's first step: the simulated runs, which train every recommender the later runs and the worlds reuse, and
+# make book's first step: the simulated runs (chapter 8 on SIMULATED annotators of chapter 7's judgments), which train
+# every recommender the later runs and the worlds reuse, and
 # chapter 2 on a dataset that is not MovieLens (the synthetic books example, written as files with its card), the
 # book's page "Chapter 2 on a books dataset"
 BOOKS_DATA ?= data/shelf-reads
 book-sim: $(STAMP) embedded
-	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 -p n_users 30 --no-build $(FORCE_ARG)
+	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 08 -p n_users 30 --no-build $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run --run panel-sim --judge panel-sim --only 01 --no-build $(FORCE_ARG)
 	test -f $(BOOKS_DATA)/recjudge.yaml || $(PY) -m recjudge_utils.data example books $(BOOKS_DATA)
 	$(PY) -m recjudge_utils.book run --run books --judge sim --only 02 -p dataset $(BOOKS_DATA) \
@@ -105,6 +107,13 @@ lock: $(STAMP)
 
 data: $(STAMP)
 	$(PY) -m recjudge_utils.data fetch ml-100k
+
+# Label Studio in an environment of its own (tests/test_label_studio_server.py, book/using/label_studio.md): its pins
+# (Django's, openai<2, pyarrow<25) cannot live beside the project's, so it is in neither .venv nor the lock
+LS_VENV ?= .venv-label-studio
+label-studio:
+	test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install --quiet 'label-studio==1.23.*'
 
 clean:
 	rm -rf book/_build book/executed

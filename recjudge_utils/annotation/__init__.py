@@ -15,6 +15,8 @@ One module per step:
   ``ppi-python``, in the ``book`` extra; imported only there, so the rest works with the base install);
 * :mod:`~recjudge_utils.annotation.ranking`: the systems ranked under each estimate, and chapter 7's decisions on
   the estimates;
+* :mod:`~recjudge_utils.annotation.ratings`: the judge against the users' own held-out ratings (real people's, not a
+  random sample);
 * :mod:`~recjudge_utils.annotation.simulated_annotators`: simulated people of known noise, through the same files.
 """
 

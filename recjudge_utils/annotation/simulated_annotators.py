@@ -27,6 +27,7 @@ from recjudge_utils.annotation.sheet import sheet_columns
 __all__ = [
     "SIMULATED_PREFIX",
     "SimulatedAnnotator",
+    "expected_consensus_means",
     "simulate_labels",
     "write_simulated_export",
     "write_simulated_sheet",
@@ -61,12 +62,41 @@ def simulate_labels(
         )
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, str]] = {}
-    top = len(spec.labels) - 1
+    truth = np.array([spec.labels.index(sample.truth[t.task_id]) for t in sample.tasks])
     for index, noise in enumerate(noises, start=1):
-        annotator = SimulatedAnnotator(index, float(noise))
-        truth = np.array([spec.labels.index(sample.truth[t.task_id]) for t in sample.tasks])
-        codes = np.clip(np.rint(truth + noise * rng.standard_normal(len(truth))), 0, top).astype(int)
-        out[annotator.name] = {t.task_id: spec.labels[c] for t, c in zip(sample.tasks, codes, strict=True)}
+        codes = _noisy_codes(truth, float(noise), len(spec.labels) - 1, rng)
+        name = SimulatedAnnotator(index, float(noise)).name
+        out[name] = {t.task_id: spec.labels[c] for t, c in zip(sample.tasks, codes, strict=True)}
+    return out
+
+
+def _noisy_codes(truth: np.ndarray, noise: float, top: int, rng: np.random.Generator) -> np.ndarray:
+    """One annotator's label codes: the truth's code moved by ``noise`` * a standard normal draw, rounded, clipped."""
+    return np.clip(np.rint(truth + noise * rng.standard_normal(truth.shape)), 0, top).astype(int)
+
+
+def expected_consensus_means(
+    sample: AnnotationSample, noises: Sequence[float] = (0.5, 0.7, 0.9), reps: int = 200, seed: int = 0
+) -> dict[str, float]:
+    """Per stratum, what these simulated annotators' consensus (the median label) averages over *every* judged unit
+    of the system, in the kind's values, by ``reps`` draws: the value the human-only and prediction-powered
+    estimates aim at. It is not the recorded truth's mean: labels near the ends of the scale can only move inwards,
+    so noisy people's mean sits off the truth's, and an estimate of their mean should cover theirs. NaN for a
+    stratum with a unit without truth."""
+    spec = kind_named(sample.kind)
+    values = np.array(spec.values)
+    rng = np.random.default_rng(seed)
+    out: dict[str, float] = {}
+    for stratum, members in sorted(sample.members.items()):
+        if any(t not in sample.truth for t in members):
+            out[stratum] = float("nan")
+            continue
+        truth = np.array([spec.labels.index(sample.truth[t]) for t in members])
+        draws = np.stack([_noisy_codes(np.tile(truth, (reps, 1)), float(n), len(values) - 1, rng) for n in noises])
+        middle = np.sort(draws, axis=0)[
+            (len(noises) - 1) // 2
+        ]  # median_label's rule: the lower middle for an even count
+        out[stratum] = float(values[middle].mean())
     return out
 
 

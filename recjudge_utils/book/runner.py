@@ -77,6 +77,7 @@ __all__ = [
     "NotebookFailed",
     "NotebookRun",
     "RunManifest",
+    "asks_judge",
     "build_book",
     "check_offline",
     "check_parameter_names",
@@ -155,6 +156,14 @@ class RunManifest:
 
 #: the parameter through which a notebook receives the run's judge profile
 JUDGE_PARAMETER = "judge"
+#: chapters that take the run's judge to name it and ask it nothing: chapter 8 validates the answers another chapter
+#: recorded. They have no plan, no bill and no use for the judge's server.
+_ASKS_NO_JUDGE = frozenset({"08_validate_your_judge.ipynb"})
+
+
+def asks_judge(notebook: Path, declared: set[str]) -> bool:
+    """The notebook sends requests to the run's judge: it declares ``judge``, and is not in :data:`_ASKS_NO_JUDGE`."""
+    return JUDGE_PARAMETER in declared and notebook.name not in _ASKS_NO_JUDGE
 
 
 class NotebookFailed(RuntimeError):
@@ -807,7 +816,7 @@ def run(
     manifest.notebooks = [NotebookRun(nb.name, str(out_dir / nb.name), params_of[nb]) for nb in notebooks]
     _write_manifest(folder, manifest)  # preliminary: chapter 6 names this run's judge while it executes
     started = time.perf_counter()
-    judging = [nb.stem for nb in notebooks if JUDGE_PARAMETER in declared[nb]]
+    judging = [nb.stem for nb in notebooks if asks_judge(nb, declared[nb])]
     # usage, plan and cost cover the notebooks that judge with the run's profile (declare ``judge``); chapter 5's
     # simulated judge is a teaching tool, not this run's judge, and its calls are not this judge's bill
     offsets = log_offsets(folder, judging)
@@ -827,7 +836,7 @@ def run(
                 print(f"[{nb.name}] unchanged since it was executed: its executed copy is kept", flush=True)
                 continue
             executed_one = True
-            if not shared and JUDGE_PARAMETER in declared[nb]:
+            if not shared and asks_judge(nb, declared[nb]):
                 sharing.enter_context(environment(_shared_judge_server(profile, offline)))
                 shared = True
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
@@ -1020,7 +1029,7 @@ def _plan_parameters(
     """The notebooks that take the run's judge, each with the parameters its plan is executed with."""
     params = {}
     for nb, names in declared.items():
-        if JUDGE_PARAMETER in names:
+        if asks_judge(nb, names):
             params[nb] = _notebook_parameters(nb, names, profile, scale, extra)
             params[nb].update({k: v for k, v in _PLAN_SHORTCUTS.items() if k in names})
     return params
@@ -1038,7 +1047,7 @@ def _plan_into(
     them and how each rendered its requests. Raises NotebookFailed when one could not be planned."""
     shutil.rmtree(scratch, ignore_errors=True)
     (scratch / "executed").mkdir(parents=True)
-    skipped = [nb.name for nb, names in declared.items() if JUDGE_PARAMETER not in names]
+    skipped = [nb.name for nb, names in declared.items() if not asks_judge(nb, names)]
     if skipped:
         print(f"[plan] not planned (they do not use the run's judge): {', '.join(skipped)}", flush=True)
     params = _plan_parameters(profile, declared, extra, scale)
