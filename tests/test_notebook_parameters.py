@@ -26,7 +26,7 @@ CONFIGS: dict[str, type] = {
     "05_protocols_detect": DetectionConfig,
 }
 #: parameters that choose what the experiment runs on, not how: the judge, the run folder, the data
-NOT_CONFIG = {"judge", "sim_judge", "run_name", "dataset", "data_dir"}
+NOT_CONFIG = {"judge", "sim_judge", "run_name", "dataset", "data_dir", "labels"}
 
 
 def parameters(notebook: str) -> set[str]:

@@ -7,6 +7,11 @@ systems recommended counts for both), the list's system, or the duel's pair of s
 unit is its parsed answer (for a duel, the two orders merged conservatively: orders that disagree are a tie, as
 SAER and the arena adjudicate them); a unit the judge left unparsed has no label and is not in any population.
 
+Chapter 1 judges pairs that are in no system's list, each under several prompt templates: its pairs are one stratum
+(:data:`ALL_PAIRS`), and a pair is one unit, labelled by people on the 5-level scale and shown to them as one
+template showed it to the judge (the one named, else the first judged one in :data:`SHOWN_FIRST`), whose answer is
+the unit's judge label (a pair that template left unparsed is not in the population).
+
 :func:`draw_sample` draws, per stratum, a simple random sample without replacement of ``per_system`` units (all of
 them when fewer), so each stratum's labelled units are a simple random sample of that system's judged units: what
 the prediction-powered estimate of that system needs (:mod:`recjudge_utils.annotation.ppi`). A unit drawn in two
@@ -31,7 +36,9 @@ from recjudge_utils.lists import read_lists
 from recjudge_utils.metrics.pairwise import TIE, conservative
 
 __all__ = [
+    "ALL_PAIRS",
     "SAMPLE_SCHEMA",
+    "SHOWN_FIRST",
     "AnnotationSample",
     "Task",
     "Unit",
@@ -45,6 +52,12 @@ __all__ = [
 SAMPLE_SCHEMA = "recjudge-annotation-sample/1"
 #: top-k of the lists a chapter judged serendipity on, when its parameters in the run manifest do not say
 _DEFAULT_TOP_K = {"02_rs_reevaluation": 20, "07_your_recommenders": 5}
+#: chapters whose judged pairs are in no system's list (chapter 1 judges a dataset's labelled pairs): one stratum
+_WITHOUT_LISTS = frozenset({"01_serendipity_prompt_selection"})
+ALL_PAIRS = "all pairs"
+#: the template a pair several templates judged is shown as, when none is named: the first of these judged (the
+#: rubric describing every level first; LtM's last step last, as its case holds the judge's answers to steps 1-2)
+SHOWN_FIRST = ("serendipity/ls", "serendipity/cot", "serendipity/base", "serendipity/ltm/serendipity")
 
 
 @dataclass
@@ -195,18 +208,24 @@ def _systems_of_pairs(lists_dir: Path, top_k: int) -> dict[tuple[int, int], list
     return out
 
 
-def _template(records: Iterable[Mapping[str, Any]], wanted: str | None) -> str:
+def _template(records: Iterable[Mapping[str, Any]], wanted: str | None, order: tuple[str, ...] = ()) -> str:
+    """The template named, the only one judged, or the first judged one in ``order``."""
     found = sorted({str(r["template_id"]) for r in records})
     if wanted is not None:
         if wanted not in found:
             raise ValueError(f"template {wanted!r} not among the judged templates {found}")
         return wanted
+    if len(found) != 1 and any(t in found for t in order):
+        return next(t for t in order if t in found)
     if len(found) != 1:
         raise ValueError(f"several templates judged this kind ({', '.join(found)}): say which with template=")
     return found[0]
 
 
-def _score_units(records: list[dict[str, Any]], systems: Mapping[tuple[int, int], list[str]]) -> list[tuple[Unit, str]]:
+def _score_units(
+    records: list[dict[str, Any]], systems: Mapping[tuple[int, int], list[str]] | None
+) -> list[tuple[Unit, str]]:
+    """One unit per judged pair: its strata the systems whose lists hold it (``systems`` None: :data:`ALL_PAIRS`)."""
     out = []
     for r in records:
         meta = r["metadata"]
@@ -216,7 +235,7 @@ def _score_units(records: list[dict[str, Any]], systems: Mapping[tuple[int, int]
         truth = (r.get("truth") or {}).get("levels", {}).get("score")
         unit = Unit(
             f"scores:u{user}:i{item}",
-            list(systems.get((user, item), [])),
+            [ALL_PAIRS] if systems is None else list(systems.get((user, item), [])),
             None if score is None else str(int(score)),
             user,
             "",
@@ -321,17 +340,26 @@ def load_units(
 
     For ``scores`` the systems of a (user, item) pair come from the lists the chapter judged: ``lists_dir`` (default:
     the run's ``lists/``, chapter 2's hand-over to chapter 7), cut to ``top_k`` (default: the chapter's parameter in
-    the run manifest, else its default)."""
+    the run manifest, else its default); chapter 1 judged no list, and its pairs are one stratum, :data:`ALL_PAIRS`
+    (``lists_dir`` and ``top_k`` are not used), each pair shown as ``template`` (default: the first judged one in
+    :data:`SHOWN_FIRST`) showed it."""
     run_dir = Path(run_dir)
     kind_named(kind)
     folder = run_dir / notebook
     records = [r for r in _records(folder / "judgments.jsonl") if _of_kind(r, kind)]
     if not records:
         raise ValueError(f"{folder / 'judgments.jsonl'}: no judgment of kind {kind!r}")
-    chosen = _template(records, template) if kind != "duels" else ",".join(sorted({r["template_id"] for r in records}))
+    order = SHOWN_FIRST if notebook in _WITHOUT_LISTS else ()
+    chosen = (
+        _template(records, template, order)
+        if kind != "duels"
+        else ",".join(sorted({r["template_id"] for r in records}))
+    )
     if kind != "duels":
         records = [r for r in records if r["template_id"] == chosen]
-    if kind == "scores":
+    if kind == "scores" and notebook in _WITHOUT_LISTS:
+        units = _score_units(records, None)
+    elif kind == "scores":
         k = top_k or _top_k(run_dir, notebook)
         source = Path(lists_dir) if lists_dir else run_dir / "lists"
         units = _score_units(records, _systems_of_pairs(source, k))

@@ -8,11 +8,20 @@ answer; with every answer parsed this is the paper's rule), and test it against 
 pairs. A run in which no template produced a parsed answer selects none (``selected is None``) and says so.
 Every number the chapter shows is computed here (each template against the best constant predictor, score counts,
 the data's g beside the paper's); :mod:`recjudge_utils.reporting.prompt_selection` lays them out.
+
+``run(..., reference=read_reference(labels_file, run_dir))`` selects on people's labels instead of the data's g, as
+the paper selects on Serendipity-2018's user-annotated g: every pair is judged as without them, then Table 1, the
+constant baselines, the tests and the selection are computed on the labelled pairs only, against their annotators'
+consensus (the median label). The labels are read and checked against the sample of this chapter's pairs recorded in
+the run (``python -m recjudge_utils.annotation export``) before anything is judged, and a labelled pair this
+execution does not judge is refused before any judge call too.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,13 +31,18 @@ import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
+from recjudge_utils.annotation.agreement_with_people import consensus
+from recjudge_utils.annotation.read_labels import Labels, read_labels
+from recjudge_utils.annotation.sample import read_sample, sample_path
 from recjudge_utils.data import SerendipityPairs
+from recjudge_utils.data._common import DataFormatError
 from recjudge_utils.data.serendipity2018 import PAPER_G_COUNTS
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.pairwise import paired_difference
 from recjudge_utils.paper_tables import paper_table
+from recjudge_utils.paths import shown_path
 from recjudge_utils.prompts import Message
 from recjudge_utils.protocols.few_shot import sample_eval_pairs, select_few_shot_examples
 from recjudge_utils.protocols.pointwise_score import (
@@ -40,10 +54,13 @@ from recjudge_utils.protocols.pointwise_score import (
 )
 
 __all__ = [
+    "NOTEBOOK",
     "PaperChoice",
     "PromptSelectionConfig",
     "PromptSelectionRun",
+    "Reference",
     "g_counts",
+    "read_reference",
     "run",
     "save_selection",
     "select_template",
@@ -72,6 +89,86 @@ class PromptSelectionConfig:
             raise ValueError("n_shots must be a multiple of 5 (the same number of examples for every score level)")
         if self.n_history < 1:
             raise ValueError("n_history must be >= 1")
+
+
+#: the chapter's folder in a run: its judgments, and the sample of its pairs people label
+NOTEBOOK = "01_serendipity_prompt_selection"
+_SCORE_TASK = re.compile(r"scores:u(-?\d+):i(-?\d+)")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """People's labels in place of the data's g: each labelled (user, item) pair's consensus level (the median of
+    its annotators' labels), the file they were read from (as shown), the annotators and the labels read, and whether
+    every annotator is a simulated one (never to be shown as people's labels)."""
+
+    levels: Mapping[tuple[int, int], int]
+    source: str
+    n_annotators: int
+    n_labels: int
+    simulated: bool
+
+    @classmethod
+    def of_labels(cls, labels: Labels) -> Reference:
+        """The consensus of labels read against a sample of chapter 1's pairs (task ids ``scores:u<user>:i<item>``)."""
+        levels: dict[tuple[int, int], int] = {}
+        for task_id, label in consensus(labels, "scores").items():
+            found = _SCORE_TASK.fullmatch(str(task_id))
+            if found is None:
+                raise DataFormatError(f"{labels.source}: task {task_id!r}: not a judged (user, item) pair")
+            levels[(int(found[1]), int(found[2]))] = int(label)
+        if not levels:
+            raise DataFormatError(
+                f"{labels.source}: no pair is labelled ({labels.skipped} annotations skipped): nothing to select on"
+            )
+        n_annotators = len(labels.annotators)
+        return cls(levels, shown_path(labels.source), n_annotators, len(labels.frame), labels.simulated)
+
+    def of(self, pairs: pd.DataFrame) -> list[int]:
+        """The consensus level of every row of ``pairs`` (columns user, item), each a labelled pair."""
+        return [self.levels[(int(u), int(i))] for u, i in zip(pairs["user"], pairs["item"], strict=True)]
+
+    def holds(self, pairs: pd.DataFrame) -> np.ndarray:
+        """Which rows of ``pairs`` (columns user, item) are labelled pairs."""
+        keys = zip(pairs["user"], pairs["item"], strict=True)
+        return np.array([(int(u), int(i)) in self.levels for u, i in keys], dtype=bool)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reference": "people's labels (consensus: the median label)", "source": self.source,
+                "pairs": len(self.levels), "annotators": self.n_annotators, "labels": self.n_labels,
+                "simulated": self.simulated}  # fmt: skip
+
+
+def read_reference(labels: str | Path, run_dir: str | Path) -> Reference:
+    """People's labels of chapter 1's pairs (a Label Studio JSON export or a filled CSV sheet), read and checked
+    against the sample of the chapter's pairs recorded in the run folder ``run_dir``: a bad file is refused
+    (:class:`~recjudge_utils.data._common.DataFormatError` naming the file, the task or line and the problem)."""
+    path, recorded = Path(labels), sample_path(Path(run_dir), NOTEBOOK, "scores")
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such labels file")
+    if not recorded.is_file():
+        raise DataFormatError(
+            f"{path}: the run records no sample of chapter 1's pairs ({shown_path(recorded)} is missing): labels are "
+            f"read against the sample they label; draw it from this run's chapter 1 judgments with python -m "
+            f"recjudge_utils.annotation export {Path(run_dir).name} --notebook {NOTEBOOK} --kind scores "
+            "--per-system N --out DIR"
+        )
+    return Reference.of_labels(read_labels(path, read_sample(recorded)))
+
+
+def _refuse_unjudged(reference: Reference, eval_pairs: pd.DataFrame, cfg: PromptSelectionConfig) -> None:
+    """ValueError naming the labelled pairs this execution does not judge (before any judge call)."""
+    judged = set(zip(eval_pairs["user"].astype(int), eval_pairs["item"].astype(int), strict=True))
+    missing = sorted(set(reference.levels) - judged)
+    if missing:
+        shown = ", ".join(f"user {u} item {i}" for u, i in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"{reference.source}: {len(missing)} of the {len(reference.levels)} labelled pairs are not among the "
+            f"{len(eval_pairs)} pairs this execution judges ({shown}): the sample was drawn from the judgments of an "
+            "execution that judged other pairs (n_pairs, n_shots and seed choose them, on the same data; here "
+            f"n_pairs={cfg.n_pairs}, n_shots={cfg.n_shots}, seed={cfg.seed}): rerun with the parameters that judged "
+            "them, and the cache answers them"
+        )
 
 
 @dataclass(frozen=True)
@@ -116,8 +213,10 @@ class PromptSelectionRun(Run):
     config: PromptSelectionConfig
     data: SerendipityPairs
     examples: pd.DataFrame
+    #: the pairs every number is computed on, g their reference: every judged pair and its data's g, or with
+    #: people's labels the labelled ones and their consensus (the data's g kept as ``data_g``)
     eval_pairs: pd.DataFrame
-    scores: dict[str, pd.DataFrame]
+    scores: dict[str, pd.DataFrame]  # per template, one row per pair of ``eval_pairs``, in its order
     summary: pd.DataFrame  # one row per template: MAE / acc3 with CIs, kappa, unparsed, usage
     baselines: pd.DataFrame  # constant predictors on the same pairs, with the ``level`` each always answers
     selected: str | None  # None: no template produced a single parsed answer
@@ -134,11 +233,21 @@ class PromptSelectionRun(Run):
     #: a panel's members, per template, judged pair and member: its score (None: none parsed) and the tokens of its
     #: calls (cache hits included); empty for a single judge (:class:`MemberScores`)
     member_scores: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: people's labels the selection was made on (None: the data's g)
+    reference: Reference | None = None
+    #: every pair this execution judged (None: ``eval_pairs``, as without people's labels)
+    judged_pairs: pd.DataFrame | None = None
 
     @property
     def truth(self) -> np.ndarray:
-        """The ground truth g of the judged pairs, aligned with every template's scores."""
+        """The reference of the evaluated pairs (the data's g, or people's consensus), aligned with every template's
+        scores."""
         return self.eval_pairs["g"].to_numpy(dtype=float)
+
+    @property
+    def judged(self) -> pd.DataFrame:
+        """Every pair this execution judged, with the data's g."""
+        return self.eval_pairs if self.judged_pairs is None else self.judged_pairs
 
     @property
     def n_pool(self) -> int:
@@ -151,11 +260,11 @@ class PromptSelectionRun(Run):
 
     @property
     def n_judged_users(self) -> int:
-        return int(self.eval_pairs["user"].nunique())
+        return int(self.judged["user"].nunique())
 
     @property
     def mean_g(self) -> float:
-        """The mean ground truth of the judged pairs."""
+        """The mean reference of the evaluated pairs."""
         return float(self.truth.mean())
 
     @property
@@ -165,8 +274,8 @@ class PromptSelectionRun(Run):
 
     @property
     def judged_g(self) -> dict[int, int]:
-        """The judged pairs per level of g."""
-        return {int(k): int(v) for k, v in self.eval_pairs["g"].value_counts().sort_index().items()}
+        """The judged pairs per level of the data's g."""
+        return {int(k): int(v) for k, v in self.judged["g"].value_counts().sort_index().items()}
 
     @property
     def mae_ci_width(self) -> float:
@@ -189,7 +298,7 @@ class PromptSelectionRun(Run):
             None,  # type: ignore[arg-type]  # rendering only: no judge is called
             template=template, examples=self.examples, n_history=cfg.n_history, seed=cfg.seed, words=self.data.domain,
         )  # fmt: skip
-        first = self.eval_pairs.iloc[0]
+        first = self.judged.iloc[0]
         return scorer.messages(first["history"], first["item"], self.data.items)
 
     def results(self) -> list[Result]:
@@ -265,16 +374,25 @@ def template_tests(scores: dict[str, pd.DataFrame], truth: np.ndarray, selected:
     return out
 
 
-def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | None = None) -> PromptSelectionRun:
-    """Score the judged pairs with every template and select the one with the lowest MAE."""
+def run(
+    judge: Judge,
+    data: SerendipityPairs,
+    config: PromptSelectionConfig | None = None,
+    reference: Reference | None = None,
+) -> PromptSelectionRun:
+    """Score the judged pairs with every template and select the one with the lowest MAE: against the data's g, or
+    with ``reference`` against people's consensus on the pairs they labelled (every one of which this execution must
+    judge: ValueError before any judge call otherwise)."""
     cfg = config or PromptSelectionConfig()
     examples = select_few_shot_examples(data.pairs, data.items, n_per_level=cfg.n_shots // 5, seed=cfg.seed)
     example_users = set(examples["user"])
-    eval_pairs = sample_eval_pairs(data.pairs, cfg.n_pairs, exclude_users=example_users, seed=cfg.seed)
-    if set(eval_pairs["user"]) & example_users:
+    judged = sample_eval_pairs(data.pairs, cfg.n_pairs, exclude_users=example_users, seed=cfg.seed)
+    if set(judged["user"]) & example_users:
         raise AssertionError("few-shot leakage: a judged user is also an example user")
+    if reference is not None:
+        _refuse_unjudged(reference, judged, cfg)
 
-    scores: dict[str, pd.DataFrame] = {}
+    judged_scores: dict[str, pd.DataFrame] = {}
     wall: dict[str, float] = {}
     members = MemberScores(judge)
     for t in cfg.templates:
@@ -282,16 +400,25 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
         scorer = SerendipityJudge(
             members, template=t, examples=examples, n_history=cfg.n_history, seed=cfg.seed, words=data.domain
         )
-        scores[t] = scorer.score(eval_pairs, data.items)
+        judged_scores[t] = scorer.score(judged, data.items)
         wall[t] = time.perf_counter() - started
 
+    # what every number is computed on: the judged pairs and their g, or the labelled ones and people's consensus
+    eval_pairs, scores, member_scores = judged, judged_scores, members.frame(judged)
+    if reference is not None:
+        on = reference.holds(judged)
+        eval_pairs = judged[on].assign(data_g=judged.loc[on, "g"], g=reference.of(judged[on]))
+        scores = {t: f[on].reset_index(drop=True) for t, f in judged_scores.items()}
+        if len(member_scores):
+            member_scores = member_scores[reference.holds(member_scores)]
+            member_scores = member_scores.assign(truth=reference.of(member_scores))
     truth = eval_pairs["g"].to_numpy(dtype=float)
     summary = js.summarize_templates(scores, truth, n_boot=cfg.n_boot, seed=cfg.seed)
     summary["wall_s"] = pd.Series(wall).round(1)
     summary["mae_selection"] = pd.Series({t: js.mae_unparsed_at_worst(f["score"], truth) for t, f in scores.items()})
     summary["mae_expected_gain"] = summary["mae_expected"] - summary["mae_argmax_same"]
 
-    rest = data.pairs.loc[~data.pairs.index.isin(eval_pairs.index), "g"]
+    rest = data.pairs.loc[~data.pairs.index.isin(judged.index), "g"]
     majority = int(rest.value_counts().sort_index().idxmax())
     levels = {f"constant {majority} (majority g of unjudged pairs)": majority, "constant 3 (neutral)": 3}
     baselines = pd.DataFrame(
@@ -306,7 +433,7 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
     judging = [
         {"template": t, "pairs": len(f), "calls": int(f["n_calls"].sum()), "cache_hits": int(f["cache_hits"].sum()),
          "status": f["status"].value_counts().to_dict(), "versions": {s.name: s.version for s in template_stages(t)}}
-        for t, f in scores.items()
+        for t, f in judged_scores.items()
     ]  # fmt: skip
 
     selected, overlapping = select_template(summary)
@@ -330,7 +457,9 @@ def run(judge: Judge, data: SerendipityPairs, config: PromptSelectionConfig | No
         confusions={t: js.confusion_frame(f["score"], truth) for t, f in scores.items()},
         g_counts=g_counts(data.g_distribution()),
         paper_choice=_paper_choice(),
-        member_scores=members.frame(eval_pairs),
+        member_scores=member_scores,
+        reference=reference,
+        judged_pairs=None if reference is None else judged,
     )
 
 
@@ -379,6 +508,7 @@ def save_selection(run: PromptSelectionRun, path: str | Path | None = None) -> P
         data=run.data_label,
         data_is_real=bool(run.data.is_real),
         n_pairs=len(run.eval_pairs),
+        **({} if run.reference is None else {"n_judged": len(run.judged), "reference": run.reference.to_json()}),
         n_shots=int(cfg.n_shots),
         n_history=int(cfg.n_history),
         seed=int(cfg.seed),

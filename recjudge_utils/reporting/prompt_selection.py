@@ -1,5 +1,6 @@
 """What chapter 1 shows about a prompt-selection run: Table 1 beside the paper, the figures, the caveats, and the
-verdicts and takeaways its CIs allow. The words are ``text/prompt_selection.yaml``; every number comes from
+verdicts and takeaways its CIs allow. The words are ``text/prompt_selection.yaml``, but for what a run selected on
+people's labels says of them (:func:`reference_lines`, below); every number comes from
 :class:`~recjudge_utils.experiments.prompt_selection.PromptSelectionRun`."""
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from recjudge_utils.reporting.text import chapter_text
 __all__ = [
     "agreement_table", "baselines_table", "confusion_figure", "cost_table", "data_lines", "data_notes",
     "distribution_figure", "example_prompt", "examples_table", "forest_rows", "g_table", "health_notes",
-    "judge_saw_note", "judging_lines", "logprob_lines", "logprob_table", "sample_sentence", "sample_size_lines",
-    "selection_lines",
+    "judge_saw_note", "judging_lines", "logprob_lines", "logprob_table", "reference_lines", "reference_notes",
+    "sample_sentence", "sample_size_lines", "selection_lines",
     "table1", "table1_notes", "table1_side_by_side", "takeaways_items", "template_forest", "tests_table",
     "unparsed_answers", "verdict_lines",
 ]  # fmt: skip
@@ -74,7 +75,52 @@ def _health(run: PromptSelectionRun) -> AnswerHealth:
 
 
 def _title(run: PromptSelectionRun) -> str:
-    return textwrap.fill(T("run_title", judge=run.judge_name, data=run.data_label, n=len(run.eval_pairs)), 95)
+    title = T("run_title", judge=run.judge_name, data=run.data_label, n=len(run.judged))
+    return textwrap.fill(title + (f" · against {_people(run)}" if run.reference is not None else ""), 95)
+
+
+# -- people's labels as the reference (what a run with the chapter's ``labels`` parameter says of them) -----------
+
+
+def _annotators(run: PromptSelectionRun) -> str:
+    ref = run.reference
+    assert ref is not None
+    return f"{ref.n_annotators} {'SIMULATED ' if ref.simulated else ''}annotator{'s' * (ref.n_annotators != 1)}"
+
+
+def _people(run: PromptSelectionRun) -> str:
+    """The reference in a few words: whose labels, of how many pairs (captions and figure titles)."""
+    return f"the consensus of {_annotators(run)} on {len(run.eval_pairs)} labelled pairs"
+
+
+def reference_lines(run: PromptSelectionRun) -> list[str]:
+    """What every number from Table 1 on is computed against: the data's g of every judged pair, or people's labels
+    (the file, labels, annotators, pairs, SIMULATED when they are) and what that changes."""
+    n, judged = len(run.eval_pairs), len(run.judged)
+    ref = run.reference
+    if ref is None:
+        return [f"reference: the data's g ({run.data_label}) of all {judged} judged pairs (no labels file given)"]
+    same = int((run.eval_pairs["data_g"] == run.eval_pairs["g"]).sum())
+    return [
+        f"reference: people's labels, {ref.source}: {ref.n_labels} labels by {_annotators(run)}; per pair their "
+        f"consensus (the median label), on {n} of the {judged} judged pairs",
+        f"Table 1, the constant predictors, the agreement table, the figures, the tests and the selection below are "
+        f"computed on these {n} pairs against the consensus, which stands in for g wherever g is named; the data's "
+        f"g of the same pairs equals the consensus on {same} of them",
+    ]
+
+
+def reference_notes(run: PromptSelectionRun) -> list[Callout]:
+    """A warning when the labels the selection was made on are simulated annotators', never people's."""
+    ref = run.reference
+    if ref is None or not ref.simulated:
+        return []
+    body = (
+        f"Every annotator in {ref.source} is a simulated one: labels drawn around the truth the run recorded "
+        "(recjudge_utils.annotation.simulated_annotators), not people's. The selection below shows the machinery "
+        "working; it is not a selection on people's judgments of serendipity."
+    )
+    return [Callout(admonition("admonition", body, "SIMULATED annotators", ("warning",)))]
 
 
 def data_lines(run: PromptSelectionRun) -> list[str]:
@@ -96,7 +142,7 @@ def g_table(run: PromptSelectionRun) -> Styler:
 
 def sample_size_lines(run: PromptSelectionRun) -> list[str]:
     """The number of judged pairs beside the paper's, and where the difference comes from."""
-    n, pool, pairs = len(run.eval_pairs), run.n_pool, len(run.data.pairs)
+    n, pool, pairs = len(run.judged), run.n_pool, len(run.data.pairs)
     judged = T("data.all_judged") if n == pool else T("data.sample_judged", n_pairs=run.config.n_pairs)
     return T("data.sample_size", n=f"{n:,}", paper_n=f"{run.g_counts.loc['total', 'paper_pairs']:,}",
              data=run.data_label, pairs=f"{pairs:,}", excluded=f"{pairs - pool:,}", pool=f"{pool:,}",
@@ -111,7 +157,7 @@ def examples_table(run: PromptSelectionRun) -> Styler:
 
 def judging_lines(run: PromptSelectionRun) -> list[str]:
     """Examples, judged pairs and, per template, calls, cache hits, statuses, time and prompt versions."""
-    lines = T("judging.head", examples=len(run.examples), users=run.n_example_users, n=len(run.eval_pairs),
+    lines = T("judging.head", examples=len(run.examples), users=run.n_example_users, n=len(run.judged),
               judged_users=run.n_judged_users, pool=run.n_pool, judged_g=run.judged_g).split("\n")  # fmt: skip
     return lines + [
         T("judging.template", t=f"{t:5s}", pairs=j["pairs"], calls=j["calls"], hits=j["cache_hits"],
@@ -157,9 +203,11 @@ def table1_side_by_side(summary: pd.DataFrame, paper: pd.DataFrame, ours: str = 
 def table1(run: PromptSelectionRun) -> Styler:
     """Table 1: this run's MAE and 3-class accuracy per template, beside the paper's two models."""
     cfg, paper = run.config, paper_table("serendipity_table1")
-    caption = T("captions.table1", judge=run.judge_name, data=run.data_label, n=len(run.eval_pairs),
+    caption = T("captions.table1", judge=run.judge_name, data=run.data_label, n=len(run.judged),
                 shots=cfg.n_shots, history=cfg.n_history, models=" and ".join(dict.fromkeys(paper["model"])),
                 paper_n=f"{run.g_counts.loc['total', 'paper_pairs']:,}")  # fmt: skip
+    if run.reference is not None:
+        caption += f" This run's numbers are against {_people(run)}, not the data's g."
     return _table(table1_side_by_side(run.summary, paper).reset_index(), caption)
 
 
@@ -187,7 +235,8 @@ def agreement_table(run: PromptSelectionRun) -> Styler:
                    [_cell(r, "kappa_qw", 2) for _, r in s.iterrows()],
                    [estimate_cell(v, digits=2) for v in s["mean_pred"]],
                    [", ".join(map(str, run.levels_used(str(t)))) or _DASH for t in s.index])  # fmt: skip
-    return _table(table, T("captions.agreement", mean_g=f"{run.mean_g:.2f}"))
+    against = f" (g: {_people(run)})" if run.reference is not None else ""
+    return _table(table, T("captions.agreement", mean_g=f"{run.mean_g:.2f}") + against)
 
 
 def cost_table(run: PromptSelectionRun) -> Styler:
@@ -282,6 +331,7 @@ def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
     if run.selected is None:
         return [T("selection.none", health=health_sentence(_health(run)), where=where), T("selection.none_then")]
     lines = [T("selection.selected", t=run.selected, cell=_cell(run.summary.loc[run.selected]), where=where)]
+    lines += [f"selected on {_people(run)} ({run.reference.source})"] if run.reference is not None else []
     lines += [T("selection.overlap", others=run.overlapping, n=n)] if run.overlapping else []
     return [*lines, T("selection.paper", t=choice.template, model=choice.model, mae=f"{choice.mae:.3f}")]
 
@@ -320,16 +370,32 @@ def takeaways_items(run: PromptSelectionRun) -> list[str]:
     kappa = Estimate.of(r["kappa_qw"], round(r["kappa_lo"], 2), round(r["kappa_hi"], 2))  # a bound shown as 0.00 is 0
     theirs = run.summary.reindex([choice.template]).iloc[0]  # NaN when this run left the paper's choice out
     paper = side(Estimate.of(*theirs[["mae", "mae_lo", "mae_hi"]]), choice.mae) if run.data.is_real else "standin"
+    beside_paper = T(f"takeaways.paper.{paper}", t=_name(choice.template), mae=f"{choice.mae:.3f}", model=choice.model,
+                     judge=run.judge_name, cell=_cell(theirs, "mae", 2))  # fmt: skip
+    people: list[str] = []
+    if run.reference is not None:  # not the data's g: the paper's Table 1 is set beside it in other words
+        people = [f"Selected on people's labels, not the data's g: {_people(run)} ({run.reference.source})."]
+        beside_paper = _paper_beside_people(run, theirs)
     return [
+        *people,
         *([T("takeaways.unusable", health=health_sentence(health))] if health.flagged else []),
         _ranking_item(run, sel, _cell(r, "mae", 2)),
         T(f"takeaways.versus.{side(diff, 0)}", t=sel, constant=T("takeaways.constant", level=level, mae=f"{value:.2f}"),
           diff=diff.cell(2)),
         T(f"takeaways.kappa.{side(kappa, 0)}", t=sel, cell=_cell(r, "kappa_qw", 2)),
-        T(f"takeaways.paper.{paper}", t=_name(choice.template), mae=f"{choice.mae:.3f}", model=choice.model,
-          judge=run.judge_name, cell=_cell(theirs, "mae", 2)),
+        beside_paper,
         sample_sentence(run),
     ]  # fmt: skip
+
+
+def _paper_beside_people(run: PromptSelectionRun, theirs: pd.Series) -> str:
+    """Why a run selected on people's labels cannot be set beside the paper's Table 1, with its number beside."""
+    choice = run.paper_choice
+    return (
+        f"The reference here is {_people(run)}, not the paper's Serendipity-2018 g: other people, other pairs, so this "
+        f"run neither confirms nor refutes the paper's Table 1 ({_name(choice.template)} best, MAE {choice.mae:.3f} "
+        f"with {choice.model}); its {_name(choice.template)} MAE here: {_cell(theirs, 'mae', 2)}."
+    )
 
 
 def sample_sentence(run: PromptSelectionRun) -> str:
