@@ -38,8 +38,6 @@ not exist is a ValueError naming the path.
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,11 +48,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from recjudge_utils.annotation.sample import _of_kind, _records, _template
+from recjudge_utils.annotation.chapter_record import chapter_folds, chapter_parameters, judgment_records
+from recjudge_utils.annotation.sample import chosen_template, is_of_kind
 from recjudge_utils.data import Dataset, load_dataset
 from recjudge_utils.lists import read_lists
 from recjudge_utils.metrics.intervals import bootstrap_ci, wilson
-from recjudge_utils.paths import shown_path
 from recjudge_utils.splitting.export import temporal_fold
 
 __all__ = [
@@ -121,77 +119,6 @@ class RatingsComparison:
         if len(rows) != 1:
             raise KeyError(f"{len(rows)} rows of statistic {statistic!r} for {what or 'any answer'!r}")
         return rows.iloc[0]
-
-
-# -- the run's record of the chapter ------------------------------------------------------------------------------
-
-
-def _cell_assignments(source: str) -> dict[str, Any]:
-    """The literal assignments of a notebook cell (a non-literal value is left out)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return {}
-    out: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError):
-                continue
-            out.update({t.id: value for t in node.targets if isinstance(t, ast.Name)})
-    return out
-
-
-def _executed_parameters(path: Path) -> dict[str, Any]:
-    """The parameters an executed notebook ran with: its ``parameters`` cell, then its ``injected-parameters``."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    except (OSError, ValueError):
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for cell in cells:
-        tags = (cell.get("metadata") or {}).get("tags") or []
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        for tag in ("parameters", "injected-parameters"):
-            if cell.get("cell_type") == "code" and tag in tags:
-                found.setdefault(tag, {}).update(_cell_assignments(source))
-    return {**found.get("parameters", {}), **found.get("injected-parameters", {})}
-
-
-def _chapter_parameters(run_dir: Path, notebook: str) -> tuple[dict[str, Any], list[str]]:
-    """(parameters, where they were read): the run's executed copy of ``notebook`` (its defaults and the injected
-    values) with the manifest's parameters of the notebook over them; empty when the run records neither."""
-    params: dict[str, Any] = {}
-    sources: list[str] = []
-    entry: dict[str, Any] = {}
-    manifest = run_dir / "manifest.json"
-    if manifest.is_file():
-        try:
-            entries = json.loads(manifest.read_text(encoding="utf-8")).get("notebooks", [])
-        except (OSError, ValueError):
-            entries = []
-        entry = next((e for e in entries if str(e.get("notebook", "")).removesuffix(".ipynb") == notebook), {})
-    executed = run_dir / "executed" / f"{notebook}.ipynb"
-    if not executed.is_file() and entry.get("output"):
-        executed = Path(str(entry["output"]))
-    if executed.is_file():
-        params.update(_executed_parameters(executed))
-        sources.append(shown_path(executed))
-    if entry.get("parameters"):
-        params.update(entry["parameters"])
-        sources.append(f"{shown_path(manifest)} (parameters of {notebook})")
-    return params, sources
-
-
-def _chapter_folds(params: Mapping[str, Any]) -> tuple[int, ...] | None:
-    """Chapter 7's ``fold``, chapter 2's ``folds`` (a count: folds 0 .. folds-1); None when neither is recorded."""
-    if params.get("fold") is not None:
-        return (int(params["fold"]),)
-    if params.get("folds") is not None:
-        return tuple(range(int(params["folds"])))
-    return None
 
 
 # -- the judged pairs ---------------------------------------------------------------------------------------------
@@ -392,7 +319,7 @@ def judge_against_ratings(
     path = run_dir / notebook / "judgments.jsonl"
     if not path.is_file():
         raise ValueError(f"{path}: no judgments (is the run or notebook name right?)")
-    records = _records(path)
+    records = judgment_records(run_dir, notebook)
     base: dict[str, Any] = {
         "run": run_dir.name,
         "notebook": notebook,
@@ -401,21 +328,21 @@ def judge_against_ratings(
         "cuts": {},
         "judged": 0,
     }
-    scores = [r for r in records if _of_kind(r, "scores")]
+    scores = [r for r in records if is_of_kind(r, "scores")]
     if not scores:
-        kinds = [k for k in ("lists", "duels") if any(_of_kind(r, k) for r in records)]
+        kinds = [k for k in ("lists", "duels") if any(is_of_kind(r, k) for r in records)]
         found = f"it judged {' and '.join(kinds)}" if kinds else "it holds no judgment of a known kind"
         return _nothing(
             base,
             f"{path}: no serendipity scores (kind 'scores') to set against a rating: {found}, and a rating is of one "
             "(user, item) pair",
         )
-    chosen_template = _template(scores, template)
-    chosen = [r for r in scores if r["template_id"] == chosen_template]
+    picked = chosen_template(scores, template)
+    chosen = [r for r in scores if r["template_id"] == picked]
     judged = _judged_frame(records, chosen)
-    base.update(template=chosen_template, judged=len(judged))
+    base.update(template=picked, judged=len(judged))
 
-    params, sources = _chapter_parameters(run_dir, notebook)
+    params, sources = chapter_parameters(run_dir, notebook)
     notes: list[str] = []
     if isinstance(dataset, Dataset):
         ds = dataset
@@ -439,7 +366,7 @@ def judge_against_ratings(
         )
 
     if folds is None:
-        found_folds = _chapter_folds(params)
+        found_folds = chapter_folds(params)
         if found_folds is None:
             raise ValueError(
                 f"{run_dir}: the run does not record which fold(s) of the temporal split {notebook}'s lists were "

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from recjudge_utils.annotation.chapter_record import chapter_folds, chapter_parameters, judgment_records
 from recjudge_utils.annotation.kinds import KINDS, kind_named
 from recjudge_utils.data._common import DataFormatError
 from recjudge_utils.lists import read_lists
@@ -42,7 +43,9 @@ __all__ = [
     "AnnotationSample",
     "Task",
     "Unit",
+    "chosen_template",
     "draw_sample",
+    "is_of_kind",
     "load_units",
     "read_sample",
     "sample_path",
@@ -147,24 +150,6 @@ def read_sample(path: str | Path) -> AnnotationSample:
 # -- reading a run's judgments ---------------------------------------------------------------------------------
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    """The log's records, the last one of each cache key and request (a rerun appends its cache hits again)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no judgments (is the run or notebook name right?)")
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(f"{path}: line {line_no}: not a JSON record ({exc.msg})") from exc
-            meta = json.dumps(record.get("metadata"), sort_keys=True)
-            latest[(str(record.get("template_id")), meta)] = record
-    return list(latest.values())
-
-
 def _messages(path: Path, hashes: set[str]) -> dict[str, list[dict[str, str]]]:
     """The recorded messages of the given hashes (the file can be tens of MB: only those lines are parsed)."""
     out: dict[str, list[dict[str, str]]] = {}
@@ -184,31 +169,32 @@ def _shown(messages: list[dict[str, str]]) -> tuple[str, str]:
     return rubric, case
 
 
-def _top_k(run_dir: Path, notebook: str) -> int:
-    manifest = run_dir / "manifest.json"
-    if manifest.is_file():
-        for entry in json.loads(manifest.read_text(encoding="utf-8")).get("notebooks", []):
-            if str(entry.get("notebook", "")).removesuffix(".ipynb") == notebook:
-                k = (entry.get("parameters") or {}).get("top_k")
-                if k:
-                    return int(k)
-    return _DEFAULT_TOP_K.get(notebook, 20)
+def _top_k(params: Mapping[str, Any], notebook: str) -> int:
+    return int(params.get("top_k") or _DEFAULT_TOP_K.get(notebook, 20))
 
 
-def _systems_of_pairs(lists_dir: Path, top_k: int) -> dict[tuple[int, int], list[str]]:
-    """(user, item) -> the systems whose top-k list for the user holds the item, over every fold's lists."""
-    folders = sorted(p for p in lists_dir.glob("fold*") if p.is_dir()) or [lists_dir]
+def _systems_of_pairs(
+    lists_dir: Path, top_k: int, systems: Iterable[str] | None = None, folds: Iterable[int] | None = None
+) -> dict[tuple[int, int], list[str]]:
+    """(user, item) -> the systems whose top-k list for the user holds the item: over the lists of ``folds`` (None:
+    every fold's), of ``systems`` (None: every system's). A chapter that judged some systems' lists, or one fold's,
+    judged no pair for the others: counting a pair for them would put it in a population the chapter never judged."""
+    wanted = None if folds is None else {f"fold{int(f)}" for f in folds}
+    folders = sorted(p for p in lists_dir.glob("fold*") if p.is_dir() and (wanted is None or p.name in wanted))
+    kept = None if systems is None else {str(s) for s in systems}
     out: dict[tuple[int, int], list[str]] = {}
-    for folder in folders:
+    for folder in folders or [lists_dir]:
         frame = read_lists(folder, top_k=top_k, allow_short=True).frame()
         for system, user, item in zip(frame["system"], frame["user"], frame["item"], strict=True):
-            systems = out.setdefault((int(user), int(item)), [])
-            if system not in systems:
-                systems.append(str(system))
+            if kept is not None and str(system) not in kept:
+                continue
+            listed = out.setdefault((int(user), int(item)), [])
+            if system not in listed:
+                listed.append(str(system))
     return out
 
 
-def _template(records: Iterable[Mapping[str, Any]], wanted: str | None, order: tuple[str, ...] = ()) -> str:
+def chosen_template(records: Iterable[Mapping[str, Any]], wanted: str | None, order: tuple[str, ...] = ()) -> str:
     """The template named, the only one judged, or the first judged one in ``order``."""
     found = sorted({str(r["template_id"]) for r in records})
     if wanted is not None:
@@ -317,7 +303,7 @@ def _duel_units(records: list[dict[str, Any]]) -> list[tuple[Unit, str]]:
     return out
 
 
-def _of_kind(record: Mapping[str, Any], kind: str) -> bool:
+def is_of_kind(record: Mapping[str, Any], kind: str) -> bool:
     template = str(record.get("template_id", ""))
     task = (record.get("metadata") or {}).get("task")
     if kind == "scores":
@@ -346,12 +332,12 @@ def load_units(
     run_dir = Path(run_dir)
     kind_named(kind)
     folder = run_dir / notebook
-    records = [r for r in _records(folder / "judgments.jsonl") if _of_kind(r, kind)]
+    records = [r for r in judgment_records(run_dir, notebook) if is_of_kind(r, kind)]
     if not records:
         raise ValueError(f"{folder / 'judgments.jsonl'}: no judgment of kind {kind!r}")
     order = SHOWN_FIRST if notebook in _WITHOUT_LISTS else ()
     chosen = (
-        _template(records, template, order)
+        chosen_template(records, template, order)
         if kind != "duels"
         else ",".join(sorted({r["template_id"] for r in records}))
     )
@@ -360,9 +346,12 @@ def load_units(
     if kind == "scores" and notebook in _WITHOUT_LISTS:
         units = _score_units(records, None)
     elif kind == "scores":
-        k = top_k or _top_k(run_dir, notebook)
+        params, _ = chapter_parameters(run_dir, notebook)
+        k = top_k or _top_k(params, notebook)
         source = Path(lists_dir) if lists_dir else run_dir / "lists"
-        units = _score_units(records, _systems_of_pairs(source, k))
+        systems = params.get("systems") if not lists_dir else None
+        folds = chapter_folds(params) if not lists_dir else None
+        units = _score_units(records, _systems_of_pairs(source, k, systems, folds))
         orphans = [u.task_id for u, _ in units if not u.strata]
         if orphans:  # a stratum would silently lose them: the lists are not the ones the chapter judged
             raise ValueError(

@@ -119,6 +119,9 @@ class NotebookRun:
     cache_key: str = ""
     #: the executed copy of an earlier execution with the same key was kept (``seconds`` are that execution's)
     reused: bool = False
+    #: the line of the notebook's judgment log after which this execution's judgments are (a rerun into the same run
+    #: appends to the log: what an earlier execution judged is not this one's)
+    judgments_from: int = 0
 
 
 @dataclass
@@ -842,7 +845,7 @@ def run(
             shown = {k: (v.get("name") if k == "judge" and isinstance(v, dict) else v) for k, v in params.items()}
             print(f"[{nb.name}] running with {shown}", flush=True)
             result = execute_notebook(nb, out_dir / nb.name, params, log_output)
-            result.cache_key = key
+            result.cache_key, result.judgments_from = key, offsets.get(nb.stem, 0)
             manifest.notebooks[i] = result
             manifest.seconds = round(time.perf_counter() - started, 1)
             _write_manifest(folder, manifest)
