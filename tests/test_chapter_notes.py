@@ -46,3 +46,20 @@ def test_a_term_role_wrapped_over_two_lines_gets_its_glossary_entry(tmp_path: Pa
     assert chapter_notes.main([str(path)]) == 0
     glossary = next(c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["id"] == "glossary")
     assert "\nembedded judge\n: " in "".join(glossary["source"])
+
+
+def test_bibtex_values_render_as_pybtexs_plain_text_backend() -> None:
+    """The backend found once renders every value of the book's bibliography as ``render_as("text")`` does."""
+    import re
+
+    from pybtex.database import parse_string
+    from pybtex.richtext import Text
+
+    from recjudge_utils.myst_html import _text, default_bib_path
+
+    path = default_bib_path()
+    if path is None or not path.is_file():
+        pytest.skip("needs a checkout with book/references.bib")
+    entries = parse_string(re.sub(r"(?m)^\s*%.*$", "", path.read_text(encoding="utf-8")), "bibtex").entries
+    values = [v for e in entries.values() for v in e.fields.values()][:80]
+    assert [_text(v) for v in values] == [" ".join(Text.from_latex(v).render_as("text").split()) for v in values]
