@@ -29,7 +29,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # the judge, the package and the data; the key is in each run's manifest.json): a second make book with nothing
 # changed executes nothing. make book FORCE=1 executes, plans and builds everything again.
 DEFAULT_ARGS ?= -p 01:n_pairs 4 -p 02:top_k 10 -p 03:n_users 1 -p 04:n_customers 2 -p 07:n_users 1 \
-	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop -p 08:notebook 02_rs_reevaluation -p 08:per_system 5
+	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop \
+	-p 08:notebook 02_rs_reevaluation -p 08:per_system 5
 FORCE_ARG := $(if $(FORCE),--force,)
 book: book-sim
 	$(PY) -m recjudge_utils.book plan --run default $(DEFAULT_ARGS) $(FORCE_ARG)

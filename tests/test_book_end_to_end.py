@@ -116,6 +116,21 @@ def test_a_run_with_another_judge_trains_nothing_an_earlier_run_trained() -> Non
     assert by_run["sim"] and not by_run["sim"] & by_run["default"]
 
 
+def test_chapter_8_validated_both_runs_on_simulated_annotators_and_the_ratings() -> None:
+    for run, notebook in (("sim", "07_your_recommenders"), ("default", "02_rs_reevaluation")):
+        folder = book_run(run)
+        shown = executed_text(folder, "08_validate_your_judge")
+        files = folder / "08_validate_your_judge" / "annotation"
+        # the simulated annotators went out as the two files a team hands in, and were read back from them
+        assert (files / "SIMULATED-scores-label-studio-export.json").is_file(), run
+        assert (files / "SIMULATED-scores-sheet.csv").is_file(), run
+        assert (files / "scores-tasks.json").is_file() and (files / "scores-config.xml").is_file(), run
+        assert (folder / notebook / "annotation" / "scores-sample.json").is_file(), run
+        assert "SIMULATED annotators" in shown and "SIMULATED-annotator-1" in shown, run
+        assert "held-out rating" in shown, run  # the users' own ratings were set against the judge
+        assert "prediction-powered" in shown, run
+
+
 def test_runs_coexist_and_the_judges_chapter_shows_each() -> None:
     folder = book_run("default")
     shown = executed_text(folder, "06_judges_compared")
