@@ -76,6 +76,8 @@ def test_without_labels_simulated_annotators_go_through_both_files(tmp_path: Pat
     assert sorted(v.estimates["system"]) == sorted(v.sample.members)
     assert (v.judge["scope"] == "all systems").any() and set(v.sample.members) <= set(v.judge["scope"])
     assert (v.ratings is None) == (kind != "scores")
+    for table in (report.agreement_table(v), report.per_system_table(v), report.estimates_table(v)):
+        assert "labels of SIMULATED annotators, not people's" in table.caption
 
 
 def test_peoples_labels_are_read_against_the_sample_the_run_records(tmp_path: Path) -> None:

@@ -62,6 +62,11 @@ def _cell(row: pd.Series | dict[str, object], value: str = "value", low: str = "
     return estimate_cell(row[value], row[low], row[high], digits=2)
 
 
+def _whose(v: JudgeValidation, caption: str) -> str:
+    """A caption naming whose labels its numbers rest on when they are SIMULATED annotators'."""
+    return f"{caption} · {T('simulated_caption')}" if v.simulated else caption
+
+
 def opening(v: JudgeValidation) -> list[Callout | MySTText]:
     """Whose labels these are (SIMULATED annotators in their own admonition), and the judge's caveat."""
     shown: list[Callout | MySTText] = []
@@ -129,13 +134,13 @@ def _agreement_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def agreement_table(v: JudgeValidation) -> Styler:
     """The people among themselves, then the judge against their consensus, over all systems."""
     both = pd.concat([v.human, v.judge[v.judge["scope"] == ALL_SYSTEMS]], ignore_index=True)
-    return captioned(_agreement_rows(both), T("captions.agreement"), precision=0)
+    return captioned(_agreement_rows(both), _whose(v, T("captions.agreement")), precision=0)
 
 
 def per_system_table(v: JudgeValidation) -> Styler:
     """The judge against the consensus, one row per system and statistic."""
     part = v.judge[v.judge["scope"] != ALL_SYSTEMS].sort_values(["scope", "statistic"], kind="stable")
-    return captioned(_agreement_rows(part), T("captions.per_system"), precision=0)
+    return captioned(_agreement_rows(part), _whose(v, T("captions.per_system")), precision=0)
 
 
 def _kappas(v: JudgeValidation) -> tuple[Estimate | None, list[Estimate], list[Estimate]]:
@@ -240,7 +245,7 @@ def estimates_table(v: JudgeValidation) -> Styler:
     )
     if v.simulated:
         frame["truth"] = simulated_people_means(v)["people"].round(2).to_numpy()
-    caption = T("captions.estimates", measure=kind_named(v.config.kind).measure)
+    caption = _whose(v, T("captions.estimates", measure=kind_named(v.config.kind).measure))
     return captioned(_rename(frame), caption, precision=2)
 
 
@@ -313,7 +318,7 @@ def estimates_sentences(v: JudgeValidation) -> MySTText:
 def ranks_table(v: JudgeValidation) -> Styler:
     """Each system's rank under the three estimates."""
     frame = v.ranks.rename(columns={f"{k}_rank": T(f"estimate_names.{k}") for k in ESTIMATE_KINDS})
-    return captioned(_rename(frame), T("captions.ranks"), precision=1)
+    return captioned(_rename(frame), _whose(v, T("captions.ranks")), precision=1)
 
 
 def ranks_sentences(v: JudgeValidation) -> MySTText:
