@@ -172,3 +172,24 @@ def test_the_book_is_built_again_only_when_its_sources_or_the_run_changed(
     nbformat.write(nb, isolated_runs / "r" / "executed" / "01_first.ipynb")
     assert runner.build_book(project, "r") is True and len(builds) == 3
     assert runner.build_book(project, "r", force=True) is True and len(builds) == 4
+
+
+def test_a_folder_dataset_written_into_the_data_folder_changes_only_the_keys_that_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    (data / "ml-100k").mkdir(parents=True)
+    (data / "ml-100k" / "ml-100k.inter").write_text("user_id:token\titem_id:token\n1\t2\n")
+    monkeypatch.setenv("RECJUDGE_DATA_DIR", str(data))
+    before = execution_cache.data_digest()
+    books = data / "shelf-reads"  # make book writes the books example here after the simulated run
+    books.mkdir()
+    (books / "interactions.csv").write_text("user,item\n1,2\n")
+    (books / "recjudge.yaml").write_text("name: shelf-reads\n")
+    assert execution_cache.data_digest() == before  # the other notebooks' keys are unchanged
+    keyed = execution_cache.dataset_folder_digest({"dataset": str(books)})
+    (books / "interactions.csv").write_text("user,item\n1,2\n3,4\n")
+    assert execution_cache.data_digest() == before
+    assert execution_cache.dataset_folder_digest({"dataset": str(books)}) != keyed  # the notebook reading it is
+    (data / "ml-100k" / "ml-100k.inter").write_text("user_id:token\titem_id:token\n1\t3\n")
+    assert execution_cache.data_digest() != before  # a named dataset's files still count

@@ -24,6 +24,7 @@ from typing import Any
 
 import recjudge_utils
 from recjudge_utils.data import is_dataset_name
+from recjudge_utils.data.card import CARD_FILE
 from recjudge_utils.paths import MANIFEST_FILE, data_dir, dataset_folder_path, runs_dir
 
 __all__ = [
@@ -69,12 +70,19 @@ def package_digest() -> str:
 
 def data_digest(folder: Path | None = None) -> str:
     """The data folder's files by path, size and modification time: datasets are large and are replaced whole
-    (fetched, extracted), so their stat is the change that matters and reading them would cost the time saved."""
+    (fetched, extracted), so their stat is the change that matters and reading them would cost the time saved.
+
+    The data folder's own digest leaves out the folder datasets in it (a subfolder with a card, ``recjudge.yaml``):
+    a notebook that reads one names it in its ``dataset`` parameter and is keyed by it
+    (:func:`dataset_folder_digest`), and writing a new one (make book writes the books example after the simulated
+    run) changes nothing the other notebooks read."""
+    whole_data_folder = folder is None
     folder = folder or data_dir()
     if not folder.is_dir():
         return "no data folder"
+    cards = {p.parent.name for p in folder.glob(f"*/{CARD_FILE}")} if whole_data_folder else set()
     h = hashlib.sha256()
-    for path in _files(folder):
+    for path in (p for p in _files(folder) if p.relative_to(folder).parts[0] not in cards):
         stat = path.stat()
         h.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return h.hexdigest()
