@@ -43,6 +43,16 @@ def test_each_system_against_a_fixed_value_and_too_few_labels_decide_nothing() -
     assert (table["b"] == "0.5").all()
 
 
+def test_an_interval_of_zero_width_decides_nothing() -> None:
+    # every labelled task of c alike: its normal interval has no width, which is few labels, not certainty
+    table = compare_estimates(_table([("a", 0.8, 0.03, 40), ("b", 0.5, 0.03, 40), ("c", 0.1, 0.0, 40)]))
+    decisions = {(r.a, r.b): r.decision for r in table.itertuples()}
+    assert decisions == {("a", "b"): "a higher", ("a", "c"): "no decision", ("b", "c"): "no decision"}
+    assert table.set_index(["a", "b"]).loc[("a", "c"), "p"] == 1.0
+    against = compare_estimates(_table([("x vs y", 0.9, 0.0, 30)]), null=0.5)
+    assert against["decision"].tolist() == ["no decision"]
+
+
 def test_rankings_and_their_agreement() -> None:
     table = _table([("a", 0.8, 0.03, 40), ("b", 0.5, 0.03, 40), ("c", 0.6, 0.03, 40)])
     table["judge"] = [0.5, 0.9, 0.7]

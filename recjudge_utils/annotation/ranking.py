@@ -11,7 +11,9 @@
   labelled draw, so two estimates are compared as independent normal estimates (both intervals are normal ones:
   their standard error is the half-width over the normal quantile). Scores of two systems that share judged pairs
   share part of their judge-only term, which this leaves out: the judge's part of a PPI estimate is the mean over
-  hundreds of units and varies little, next to the labelled part.
+  hundreds of units and varies little, next to the labelled part. A comparison with an interval of zero width
+  (every labelled task of a system alike) makes no decision: a normal interval of zero width is an artefact of
+  few labels, not certainty.
 """
 
 from __future__ import annotations
@@ -73,22 +75,28 @@ def compare_estimates(
     if null is None:
         pairs = list(combinations(range(len(names)), 2))
         rows = [
-            (names[i], names[j], value[i] - value[j], np.hypot(se[i], se[j]), min(labelled[[i, j]])) for i, j in pairs
+            (names[i], names[j], value[i] - value[j], np.hypot(se[i], se[j]), min(labelled[[i, j]]), min(se[[i, j]]))
+            for i, j in pairs
         ]
     else:
-        rows = [(names[i], f"{null:g}", value[i] - null, se[i], labelled[i]) for i in range(len(names))]
+        rows = [(names[i], f"{null:g}", value[i] - null, se[i], labelled[i], se[i]) for i in range(len(names))]
     family = len(rows)
     if not family:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     diff = np.array([r[2] for r in rows])
     spread = np.array([r[3] for r in rows])
+    # an interval of zero width (every labelled task alike) describes no uncertainty, not certainty: a test with one
+    # decides nothing (p = 1 in the family, so that it takes no other test's share of alpha away)
+    degenerate = ~(np.array([r[5] for r in rows]) > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(spread > 0, 2 * stats.norm.sf(np.abs(diff) / spread), np.where(diff == 0, 1.0, 0.0))
+        p = np.where(degenerate, 1.0, 2 * stats.norm.sf(np.abs(diff) / spread))
     adjusted = holm(p)
     half = stats.norm.ppf(1 - alpha / (2 * family)) * spread
     out = []
-    for (a, b, d, _, n), low, high, raw, adj in zip(rows, diff - half, diff + half, p, adjusted, strict=True):
-        if n < min_labels:
+    for (a, b, d, _, n, _), low, high, raw, adj, flat in zip(
+        rows, diff - half, diff + half, p, adjusted, degenerate, strict=True
+    ):
+        if n < min_labels or flat:
             decision = DECISIONS[3]
         elif adj < alpha:
             decision = DECISIONS[0] if d > 0 else DECISIONS[1]

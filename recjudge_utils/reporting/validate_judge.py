@@ -22,7 +22,7 @@ from recjudge_utils.metrics.system_tests import DECISIONS
 from recjudge_utils.paths import shown_path
 from recjudge_utils.reporting.callouts import Callout, MySTText, admonition, judge_caveat, myst, small_model
 from recjudge_utils.reporting.cells import estimate_cell
-from recjudge_utils.reporting.claims import Estimate, apart, side
+from recjudge_utils.reporting.claims import Estimate, and_join, apart, side
 from recjudge_utils.reporting.figures import MARKERS, TRUTH_STYLE, done, empty_figure, error_bars, palette
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
@@ -46,6 +46,7 @@ __all__ = [
     "sample_table",
     "sample_text",
     "takeaways_items",
+    "worth_table",
 ]
 
 T = chapter_text("validate_judge")
@@ -228,7 +229,7 @@ def _widths(v: JudgeValidation) -> pd.Series:
 
 
 def estimates_table(v: JudgeValidation) -> Styler:
-    """Per system: judged and labelled units, the three estimates, the width ratio, lam, the labels it is worth."""
+    """Per system: judged and labelled units and the three estimates (and, SIMULATED, the people's all-unit mean)."""
     e = v.estimates
     frame = pd.DataFrame(
         {
@@ -238,15 +239,28 @@ def estimates_table(v: JudgeValidation) -> Styler:
             "human": [_cell(r, "human", "human_low", "human_high") for _, r in e.iterrows()],
             "judge": [estimate_cell(x, digits=2) for x in e["judge"]],
             "ppi": [_cell(r, "ppi", "ppi_low", "ppi_high") for _, r in e.iterrows()],
-            "width_ratio": _widths(v).round(2),
-            "lam": e["lam"].round(2),
-            "effective_labels": e["effective_labels"].round(0),
         }
     )
     if v.simulated:
         frame["truth"] = simulated_people_means(v)["people"].round(2).to_numpy()
     caption = _whose(v, T("captions.estimates", measure=kind_named(v.config.kind).measure))
     return captioned(_rename(frame), caption, precision=2)
+
+
+def worth_table(v: JudgeValidation) -> Styler:
+    """Per system: the prediction-powered interval's width over the human-only one's, the judge's weight, and the
+    number of human labels the prediction-powered interval is worth."""
+    e = v.estimates
+    frame = pd.DataFrame(
+        {
+            "system": e["system"],
+            "n_labelled": e["n_labelled"].astype(int),
+            "width_ratio": _widths(v).round(2),
+            "lam": e["lam"].round(2),
+            "effective_labels": e["effective_labels"].round(0),
+        }
+    )
+    return captioned(_rename(frame), _whose(v, T("captions.worth")), precision=2)
 
 
 def estimates_figure(v: JudgeValidation) -> Figure:
@@ -296,6 +310,9 @@ def estimates_sentences(v: JudgeValidation) -> MySTText:
     }
     key = "nothing" if narrower == 0 else "narrower" if narrower == len(usable) else "some"
     sentences = [T(f"estimates.{key}", **values)]
+    flat = e.loc[(e["n_labelled"] >= 2) & ~((e["human_high"] - e["human_low"]) > 0), "system"].tolist()
+    if flat:
+        sentences.append(T("estimates.zero_width", systems=and_join(flat), n=len(flat)))
     if v.simulated:
         truth = simulated_people_means(v).set_index("system")["people"]
         t = truth.reindex(usable["system"]).to_numpy()
