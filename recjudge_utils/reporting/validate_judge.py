@@ -7,6 +7,8 @@ prediction-powered interval is narrower than the human-only one. The words are `
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -404,22 +406,9 @@ def curve_figure(v: JudgeValidation) -> Figure:
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     for k, system in enumerate(systems):
         part = c[c["system"] == system]
-        ax.plot(
-            part["n"],
-            part["human_width"],
-            linestyle="--",
-            color=colours[k],
-            marker=MARKERS[k % len(MARKERS)],
-            alpha=0.8,
-        )
-        ax.plot(
-            part["n"],
-            part["ppi_width"],
-            linestyle="-",
-            color=colours[k],
-            marker=MARKERS[k % len(MARKERS)],
-            label=system,
-        )
+        style: dict[str, Any] = {"color": colours[k], "marker": MARKERS[k % len(MARKERS)]}
+        ax.plot(part["n"], part["human_width"], linestyle="--", alpha=0.8, **style)
+        ax.plot(part["n"], part["ppi_width"], linestyle="-", label=system, **style)
     ax.plot([], [], linestyle="--", color="0.3", label="human-only")
     ax.plot([], [], linestyle="-", color="0.3", label="prediction-powered")
     ax.set_xscale("log")
