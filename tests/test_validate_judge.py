@@ -5,8 +5,10 @@ sentences the intervals choose."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,26 +41,26 @@ from recjudge_utils.reporting import validate_judge as report
 CONFIG = ValidateJudgeConfig(notebook=NOTEBOOK, kind="scores", per_system=8, n_boot=200)
 
 
-def _constant_judge(run: Path, score: int = 3) -> Path:
-    """The world's scores judged all alike: a judge that tells nothing apart."""
+def _rescore(run: Path, score_of: Callable[[dict[str, Any]], int | None]) -> Path:
+    """The world's serendipity judgments answered ``score_of(record)`` (None: the record left as it is)."""
     log = run / NOTEBOOK / "judgments.jsonl"
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     for r in records:
-        if r["template_id"].startswith("serendipity/") and r["status"] == "parsed":
-            r["parsed"] = {"score": score}
+        score = score_of(r) if r["template_id"].startswith("serendipity/") else None
+        if score is not None:
+            r["status"], r["parsed"] = "parsed", {"score": score}
     log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return run
+
+
+def _constant_judge(run: Path, score: int = 3) -> Path:
+    """Every parsed score alike: a judge that tells nothing apart."""
+    return _rescore(run, lambda r: score if r["status"] == "parsed" else None)
 
 
 def _truthful_judge(run: Path) -> Path:
-    """The world's scores judged as the recorded truth: a judge as good as the people's centre."""
-    log = run / NOTEBOOK / "judgments.jsonl"
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    for r in records:
-        if r["template_id"].startswith("serendipity/"):
-            r["status"], r["parsed"] = "parsed", {"score": r["truth"]["levels"]["score"]}
-    log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return run
+    """Every score the recorded truth: a judge as good as the people's centre."""
+    return _rescore(run, lambda r: int(r["truth"]["levels"]["score"]))
 
 
 @pytest.mark.parametrize("kind", ["scores", "lists", "duels"])
@@ -177,9 +179,9 @@ def test_the_simulated_peoples_mean_is_what_their_consensus_averages(tmp_path: P
 def test_simulated_peoples_means_only_for_simulated_annotators(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     v = validate(run, ValidateJudgeConfig(NOTEBOOK, "lists", 5, n_boot=100))
-    assert list(simulated_people_means(v)["system"]) == sorted(v.sample.members)
+    assert list(v.people_means["system"]) == sorted(v.sample.members)
     v.labels.frame["annotator"] = "alice"
-    assert simulated_people_means(v).empty
+    assert simulated_people_means(v.sample, v.labels, v.config).empty
 
 
 def test_chapter_8_asks_the_judge_nothing() -> None:

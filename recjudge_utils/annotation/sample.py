@@ -47,8 +47,10 @@ __all__ = [
     "draw_sample",
     "is_of_kind",
     "load_units",
+    "pair_of_task",
     "read_sample",
     "sample_path",
+    "score_task_id",
     "write_sample",
 ]
 
@@ -150,6 +152,20 @@ def read_sample(path: str | Path) -> AnnotationSample:
 # -- reading a run's judgments ---------------------------------------------------------------------------------
 
 
+_SCORE_TASK = re.compile(r"scores:u(-?\d+):i(-?\d+)")
+
+
+def score_task_id(user: int, item: int) -> str:
+    """The task id of a judged (user, item) pair: ``scores:u<user>:i<item>``."""
+    return f"scores:u{int(user)}:i{int(item)}"
+
+
+def pair_of_task(task_id: str) -> tuple[int, int] | None:
+    """The (user, item) of a :func:`score_task_id`, None for any other id."""
+    found = _SCORE_TASK.fullmatch(str(task_id))
+    return None if found is None else (int(found[1]), int(found[2]))
+
+
 def _messages(path: Path, hashes: set[str]) -> dict[str, list[dict[str, str]]]:
     """The recorded messages of the given hashes (the file can be tens of MB: only those lines are parsed)."""
     out: dict[str, list[dict[str, str]]] = {}
@@ -220,7 +236,7 @@ def _score_units(
         score = parsed.get("score") if isinstance(parsed, dict) else None
         truth = (r.get("truth") or {}).get("levels", {}).get("score")
         unit = Unit(
-            f"scores:u{user}:i{item}",
+            score_task_id(user, item),
             [ALL_PAIRS] if systems is None else list(systems.get((user, item), [])),
             None if score is None else str(int(score)),
             user,

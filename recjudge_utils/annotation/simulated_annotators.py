@@ -93,10 +93,8 @@ def expected_consensus_means(
             continue
         truth = np.array([spec.labels.index(sample.truth[t]) for t in members])
         draws = np.stack([_noisy_codes(np.tile(truth, (reps, 1)), float(n), len(values) - 1, rng) for n in noises])
-        middle = np.sort(draws, axis=0)[
-            (len(noises) - 1) // 2
-        ]  # median_label's rule: the lower middle for an even count
-        out[stratum] = float(values[middle].mean())
+        lower_middle = (len(noises) - 1) // 2  # median_label's rule for an even count of annotators
+        out[stratum] = float(values[np.sort(draws, axis=0)[lower_middle]].mean())
     return out
 
 

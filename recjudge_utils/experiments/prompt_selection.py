@@ -19,7 +19,6 @@ execution does not judge is refused before any judge call too.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from statsmodels.stats.multitest import multipletests
 
 from recjudge_utils.annotation.agreement_with_people import consensus
 from recjudge_utils.annotation.read_labels import Labels, read_labels
-from recjudge_utils.annotation.sample import read_sample, sample_path
+from recjudge_utils.annotation.sample import pair_of_task, read_sample, sample_path
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.data._common import DataFormatError
 from recjudge_utils.data.serendipity2018 import PAPER_G_COUNTS
@@ -93,7 +92,6 @@ class PromptSelectionConfig:
 
 #: the chapter's folder in a run: its judgments, and the sample of its pairs people label
 NOTEBOOK = "01_serendipity_prompt_selection"
-_SCORE_TASK = re.compile(r"scores:u(-?\d+):i(-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -113,10 +111,10 @@ class Reference:
         """The consensus of labels read against a sample of chapter 1's pairs (task ids ``scores:u<user>:i<item>``)."""
         levels: dict[tuple[int, int], int] = {}
         for task_id, label in consensus(labels, "scores").items():
-            found = _SCORE_TASK.fullmatch(str(task_id))
-            if found is None:
+            pair = pair_of_task(str(task_id))
+            if pair is None:
                 raise DataFormatError(f"{labels.source}: task {task_id!r}: not a judged (user, item) pair")
-            levels[(int(found[1]), int(found[2]))] = int(label)
+            levels[pair] = int(label)
         if not levels:
             raise DataFormatError(
                 f"{labels.source}: no pair is labelled ({labels.skipped} annotations skipped): nothing to select on"

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from recjudge_utils.annotation.agreement_with_people import human_agreement, judge_agreement
+from recjudge_utils.annotation.chapter_record import judgment_records
 from recjudge_utils.annotation.export import export_tasks
 from recjudge_utils.annotation.kinds import kind_named
 from recjudge_utils.annotation.label_studio import write_label_studio
@@ -56,6 +57,7 @@ __all__ = [
     "judge_of",
     "resolve_run",
     "simulated_people_means",
+    "tested_against",
     "validate",
 ]
 
@@ -63,6 +65,11 @@ __all__ = [
 NOTEBOOK = "08_validate_your_judge"
 #: the null a duel's win rate is tested against (a tie is half a win): neither system preferred
 _DUEL_NULL = 0.5
+
+
+def tested_against(kind: str) -> float | None:
+    """What each system's estimate is tested against: a duel's win rate against a coin; None: every two systems."""
+    return _DUEL_NULL if kind == "duels" else None
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,9 @@ class JudgeValidation:
     #: the judge against the users' own held-out ratings: None for lists and duels (no one rated them), a sentence
     #: when the run does not record the split its lists were made for
     ratings: RatingsComparison | str | None = None
+    #: per system, what the SIMULATED annotators' consensus averages over every judged unit (system, people); empty
+    #: for people's labels (:func:`simulated_people_means`)
+    people_means: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["system", "people"]))
 
     @property
     def simulated(self) -> bool:
@@ -126,17 +136,17 @@ class JudgeValidation:
 
     @property
     def null(self) -> float | None:
-        """What each system is tested against, for duels (a pair's win rate against a coin); None: every two."""
-        return _DUEL_NULL if self.config.kind == "duels" else None
+        """What each system is tested against (:func:`tested_against`)."""
+        return tested_against(self.config.kind)
 
 
-def simulated_people_means(v: JudgeValidation) -> pd.DataFrame:
+def simulated_people_means(sample: AnnotationSample, labels: Labels, config: ValidateJudgeConfig) -> pd.DataFrame:
     """Per system, what the simulated annotators' consensus averages over every judged unit (system, people): the
     value the human-only and prediction-powered estimates aim at, known only because the annotators are simulated
     (:func:`~recjudge_utils.annotation.simulated_annotators.expected_consensus_means`). Empty for people's labels."""
-    if not v.simulated:
+    if not labels.simulated:
         return pd.DataFrame(columns=["system", "people"])
-    means = expected_consensus_means(v.sample, v.config.noises, seed=v.config.seed)
+    means = expected_consensus_means(sample, config.noises, seed=config.seed)
     return pd.DataFrame({"system": list(means), "people": list(means.values())})
 
 
@@ -159,15 +169,14 @@ def resolve_run(run: str | Path | None) -> Path:
 
 
 def judge_of(run_dir: Path, notebook: str) -> str:
-    """The judge that made the chapter's judgments: its model name as the judgment log records it."""
-    path = run_dir / notebook / "judgments.jsonl"
-    if path.is_file():
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    record = json.loads(line)
-                    return str(record.get("model_name") or record.get("model") or "unknown judge")
-    return "unknown judge"
+    """The judge that made the chapter's latest judgments: its model name as the judgment log records it (an earlier
+    execution's records, before the manifest's ``judgments_from``, may be another judge's)."""
+    try:
+        records = judgment_records(run_dir, notebook)
+    except FileNotFoundError:
+        return "unknown judge"
+    first = records[0] if records else {}
+    return str(first.get("model_name") or first.get("model") or "unknown judge")
 
 
 def _check_judge(run_dir: Path, judge: str | Mapping[str, Any] | None) -> None:
@@ -275,7 +284,7 @@ def validate(
         task_files = [exported.tasks_path, exported.config_path, exported.sheet_path]
         read, label_files = _simulated_labels(sample, config, folder)
     estimates = system_estimates(read, sample, ci=config.ci)
-    null = _DUEL_NULL if config.kind == "duels" else None
+    null = tested_against(config.kind)
     comparisons = {name: compare_estimates(estimates, name, null=null, ci=config.ci) for name in ("ppi", "human")}
     return JudgeValidation(
         config=config,
@@ -293,4 +302,5 @@ def validate(
         comparisons=comparisons,
         curve=_curve(read, sample, config),
         ratings=_ratings(run_dir, config, sample.template),
+        people_means=simulated_people_means(sample, read, config),
     )

@@ -19,7 +19,8 @@ from recjudge_utils.annotation.agreement_with_people import ALL_SYSTEMS
 from recjudge_utils.annotation.kinds import kind_named
 from recjudge_utils.annotation.ranking import ESTIMATE_KINDS
 from recjudge_utils.annotation.ratings import RatingsComparison
-from recjudge_utils.experiments.validate_judge import JudgeValidation, simulated_people_means
+from recjudge_utils.annotation.sample import sample_path
+from recjudge_utils.experiments.validate_judge import JudgeValidation
 from recjudge_utils.metrics.system_tests import DECISIONS
 from recjudge_utils.paths import shown_path
 from recjudge_utils.reporting.callouts import Callout, MySTText, admonition, judge_caveat, myst, small_model
@@ -54,7 +55,6 @@ __all__ = [
 T = chapter_text("validate_judge")
 COLUMNS: dict[str, str] = T.raw("columns")
 _KAPPA = "quadratic-weighted kappa"
-_JUDGE = "judge vs human consensus"
 
 
 def _rename(frame: pd.DataFrame) -> pd.DataFrame:
@@ -99,8 +99,6 @@ def opening(v: JudgeValidation) -> list[Callout | MySTText]:
 
 def sample_text(v: JudgeValidation) -> MySTText:
     """What was drawn, from which judgments, and where the files for people are."""
-    from recjudge_utils.annotation.sample import sample_path
-
     s = v.sample
     return myst(
         T(
@@ -230,6 +228,18 @@ def _widths(v: JudgeValidation) -> pd.Series:
     return (e["ppi_high"] - e["ppi_low"]) / (e["human_high"] - e["human_low"])
 
 
+def _narrowing(v: JudgeValidation) -> tuple[pd.DataFrame, pd.Series]:
+    """(the systems with both intervals and an unlabelled judged unit, their width ratios PPI / human-only)."""
+    e = v.estimates
+    usable = e[np.isfinite(e["ppi_low"]) & np.isfinite(e["human_low"]) & (e["n_judged"] > e["n_labelled"])]
+    return usable, _widths(v)[usable.index]
+
+
+def _narrower(ratio: pd.Series) -> int:
+    """How many prediction-powered intervals are narrower than their human-only one (beyond rounding)."""
+    return int((ratio < 1 - 1e-9).sum())
+
+
 def estimates_table(v: JudgeValidation) -> Styler:
     """Per system: judged and labelled units and the three estimates (and, SIMULATED, the people's all-unit mean)."""
     e = v.estimates
@@ -244,7 +254,7 @@ def estimates_table(v: JudgeValidation) -> Styler:
         }
     )
     if v.simulated:
-        frame["truth"] = simulated_people_means(v)["people"].round(2).to_numpy()
+        frame["truth"] = v.people_means["people"].round(2).to_numpy()
     caption = _whose(v, T("captions.estimates", measure=kind_named(v.config.kind).measure))
     return captioned(_rename(frame), caption, precision=2)
 
@@ -283,7 +293,7 @@ def estimates_figure(v: JudgeValidation) -> Figure:
             label=T(f"estimate_names.{kind}"),
         )  # fmt: skip
     if v.simulated:
-        truth = simulated_people_means(v)["people"].to_numpy()
+        truth = v.people_means["people"].to_numpy()
         for row, t in enumerate(truth):
             ax.plot([t, t], [row - 0.4, row + 0.4], **TRUTH_STYLE, label=COLUMNS["truth"] if row == 0 else None)
     ax.set_yticks(range(len(names)), names)
@@ -297,11 +307,10 @@ def estimates_figure(v: JudgeValidation) -> Figure:
 def estimates_sentences(v: JudgeValidation) -> MySTText:
     """Whether the judge's labels narrowed anything (and what they are worth), and the SIMULATED truth's coverage."""
     e = v.estimates
-    usable = e[np.isfinite(e["ppi_low"]) & np.isfinite(e["human_low"]) & (e["n_judged"] > e["n_labelled"])]
+    usable, ratio = _narrowing(v)
     if usable.empty:
         return myst(T("estimates.none"))
-    ratio = _widths(v)[usable.index]
-    narrower = int((ratio < 1 - 1e-9).sum())
+    narrower = _narrower(ratio)
     values = {
         "narrower": narrower,
         "systems": len(usable),
@@ -316,7 +325,7 @@ def estimates_sentences(v: JudgeValidation) -> MySTText:
     if flat:
         sentences.append(T("estimates.zero_width", systems=and_join(flat), n=len(flat)))
     if v.simulated:
-        truth = simulated_people_means(v).set_index("system")["people"]
+        truth = v.people_means.set_index("system")["people"]
         t = truth.reindex(usable["system"]).to_numpy()
         covered = {
             kind: int(((usable[f"{kind}_low"] <= t) & (t <= usable[f"{kind}_high"])).sum()) for kind in ("ppi", "human")
@@ -431,14 +440,12 @@ def takeaways_items(v: JudgeValidation) -> list[str]:
         items.append(T("takeaways.agreement_people", cells="; ".join(e.named(2) for e in people)))
     if judge is not None and judge.known:
         items.append(T("takeaways.agreement_judge", cell=judge.cell(2), n=int(v.judge["n"].iloc[0])))
-    e = v.estimates
-    usable = e[np.isfinite(e["ppi_low"]) & np.isfinite(e["human_low"]) & (e["n_judged"] > e["n_labelled"])]
+    usable, ratio = _narrowing(v)
     if not usable.empty:
-        ratio = _widths(v)[usable.index]
         items.append(
             T(
                 "takeaways.estimates",
-                narrower=int((ratio < 1 - 1e-9).sum()),
+                narrower=_narrower(ratio),
                 systems=len(usable),
                 ratio=f"{float(np.nanmedian(ratio)):.2f}",
             )
