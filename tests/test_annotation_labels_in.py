@@ -229,3 +229,37 @@ def test_an_export_naming_annotators_by_user_id_reads_them_by_id(
             annotation["completed_by"] = annotation["completed_by"]["id"]
     read = read_label_studio(_save(tasks, tmp_path / "ids.json"), lists_sample)
     assert read.annotators == ["1", "2", "3"] and not read.simulated
+
+
+def _sheet_text(sample: AnnotationSample, tmp_path: Path) -> str:
+    path = write_simulated_sheet(sample, simulate_labels(sample, NOISES, seed=1), tmp_path / "sheet.csv")
+    return path.read_text(encoding="utf-8")
+
+
+def test_a_sheet_cut_short_inside_a_quoted_field_is_refused(lists_sample: AnnotationSample, tmp_path: Path) -> None:
+    text = _sheet_text(lists_sample, tmp_path)
+    # the rubric and case fields hold line breaks inside quotes: cut inside the last row's first quoted field, as an
+    # interrupted save does (a lenient reader takes the rest of the file for that one field and reads on)
+    cut = text.index(',"', text.rindex("\n", 0, len(text) - 1)) + 3
+    path = tmp_path / "cut.csv"
+    path.write_text(text[:cut], encoding="utf-8")
+    _refused(path, lists_sample, "line ", "not a CSV row (unexpected end of data)")
+
+
+@pytest.mark.parametrize(("edit", "fields"), [("drop", "fewer"), ("add", "more")])
+def test_a_row_with_another_number_of_fields_than_the_header_is_refused(
+    lists_sample: AnnotationSample, tmp_path: Path, edit: str, fields: str
+) -> None:
+    path = write_simulated_sheet(lists_sample, simulate_labels(lists_sample, NOISES, seed=1), tmp_path / "s.csv")
+    with open(path, encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[3] = rows[3][:-2] if edit == "drop" else [*rows[3], "stray"]
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    width = len(rows[0])
+    _refused(
+        path,
+        lists_sample,
+        "line 4: ",
+        f"{width - 2 if edit == 'drop' else width + 1} fields where the header has {width}",
+    )

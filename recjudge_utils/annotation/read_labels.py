@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,30 @@ def read_label_studio(path: str | Path, sample: AnnotationSample) -> Labels:
     return _tidy(rows, path, skipped, relabelled)
 
 
+#: where csv.DictReader puts the fields of a row beyond the header's
+_EXTRA_FIELDS = "\0extra"
+
+
+def _sheet_rows(reader: csv.DictReader[str], path: Path) -> Iterator[dict[str, Any]]:
+    """The sheet's rows, refusing one with fewer or more fields than the header (a row cut short, a stray comma) and
+    a quoted field left open at the end of the file, naming the line."""
+    width = len(reader.fieldnames or [])
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataFormatError(f"{path}: line {reader.line_num}: not a CSV row ({exc}): a file cut short?") from exc
+        fields = width - sum(v is None for v in row.values()) + len(row.get(_EXTRA_FIELDS) or [])
+        if fields != width:
+            raise DataFormatError(
+                f"{path}: line {reader.line_num}: {fields} fields where the header has {width}: a row cut short or a "
+                "field with an unquoted comma"
+            )
+        yield row
+
+
 def read_sheet(path: str | Path, sample: AnnotationSample) -> Labels:
     """Labels from the CSV sheet (:mod:`~recjudge_utils.annotation.sheet`): rows with an annotator and a label.
 
@@ -160,14 +185,15 @@ def read_sheet(path: str | Path, sample: AnnotationSample) -> Labels:
     latest: dict[tuple[str, str], str] = {}
     skipped = relabelled = 0
     with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
+        # strict: a quoted field left open at the end (a file cut short) is an error, not one field holding the rest
+        reader = csv.DictReader(fh, restkey=_EXTRA_FIELDS, strict=True)
         missing = {TASK_FIELD, *("annotator", "label")} - set(reader.fieldnames or [])
         if missing:
             raise DataFormatError(
                 f"{path}: line 1: no column {', '.join(sorted(missing))}: not a sheet of this sample (or of another "
                 "project)"
             )
-        for row in reader:
+        for row in _sheet_rows(reader, path):
             where = f"line {reader.line_num}"
             task_id = (row.get(TASK_FIELD) or "").strip()
             annotator, label = (row.get("annotator") or "").strip(), (row.get("label") or "").strip()
