@@ -269,7 +269,7 @@ def worth_table(v: JudgeValidation) -> Styler:
             "n_labelled": e["n_labelled"].astype(int),
             "width_ratio": _widths(v).round(2),
             "lam": e["lam"].round(2),
-            "effective_labels": e["effective_labels"].round(0),
+            "effective_labels": [estimate_cell(x, digits=0) for x in e["effective_labels"]],  # a count, or ∞
         }
     )
     return captioned(_rename(frame), _whose(v, T("captions.worth")), precision=2)
