@@ -22,15 +22,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # statistics), a plan of the default run (calls nothing; its manifest then shows plan beside actual), then the default
 # run with the embedded model (every notebook, the "Judges compared" chapter reading every run), built from the
 # default run. The embedded model judges close to randomly, so its run is sized to show each chapter's method, not to
-# estimate anything (book/intro.md says so, size by size): chapter 1 judges 4 pairs per template, chapter 2 the top 10,
-# chapter 3 one user, chapter 4 two customers, chapter 7 one user of four of chapter 2's recommenders against Pop,
-# chapter 8 five of chapter 2's ten judged pairs per system.
+# estimate anything (book/intro.md says so, size by size): chapter 1 judges 2 pairs per template, chapter 2 the top 5,
+# chapter 3 one user and four recommenders, chapter 4 two customers and one adversarial pair, chapter 7 one user of
+# three of chapter 2's recommenders against Pop, chapter 8 three of chapter 2's five judged pairs per system.
 # Each step keeps what is unchanged since it was last made (an execution cache keyed by the notebook, its parameters,
 # the judge, the package and the data; the key is in each run's manifest.json): a second make book with nothing
 # changed executes nothing. make book FORCE=1 executes, plans and builds everything again.
-DEFAULT_ARGS ?= -p 01:n_pairs 4 -p 02:top_k 10 -p 03:n_users 1 -p 04:n_customers 2 -p 07:n_users 1 \
-	-p 07:systems '[pop, random, bprmf, uaum]' -p 07:arena_pairs pop \
-	-p 08:notebook 02_rs_reevaluation -p 08:per_system 5
+DEFAULT_ARGS ?= -p 01:n_pairs 2 -p 02:top_k 5 -p 03:n_users 1 -p 03:recommenders '[fm, minilm-content, lightgcn, sasrec]' \
+	-p 04:n_customers 2 -p 04:n_adversarial 1 -p 07:n_users 1 \
+	-p 07:systems '[pop, bprmf, uaum]' -p 07:arena_pairs pop \
+	-p 08:notebook 02_rs_reevaluation -p 08:per_system 3
 FORCE_ARG := $(if $(FORCE),--force,)
 book: book-sim
 	$(PY) -m recjudge_utils.book plan --run default $(DEFAULT_ARGS) $(FORCE_ARG)

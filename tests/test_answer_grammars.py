@@ -63,6 +63,7 @@ def test_the_label_grammar_admits_what_the_parser_reads_and_nothing_it_refuses(n
             assert parse_pointwise(answer, n_items=n_items).category == category
     refused = [
         f"REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: {n_items + 1}",  # an item outside the list
+        "REASONING: x\nCATEGORY: Good Match\nFLAGGED ITEMS: " + ", ".join(["1"] * (n_items + 1)),  # more than the list
         "REASONING: x\nCATEGORY: Great Match\nFLAGGED ITEMS: None",  # a label outside the set
         "REASONING: x\nCATEGORY: Good Match",  # a missing field
         "REASONING: " + "x" * 61 + "\nCATEGORY: Good Match\nFLAGGED ITEMS: None",  # reasoning over its cap

@@ -226,14 +226,15 @@ def _reasoning_rule(chars: int) -> str:
 def list_label_grammar(n_items: int = 10, reasoning_chars: int = 400) -> str:
     """A GBNF grammar (llama.cpp's constrained decoding) admitting exactly the answers :func:`parse_pointwise` reads:
     REASONING of at most ``reasoning_chars`` characters (so the fields after it fit the answer budget), a CATEGORY
-    out of :data:`CATEGORIES`, FLAGGED ITEMS as ``None`` or numbers 1..n_items."""
+    out of :data:`CATEGORIES`, FLAGGED ITEMS as ``None`` or at most ``n_items`` numbers 1..n_items (the list holds no
+    more items to flag: unbounded, the embedded judge repeated "1, 2, 3, 4, 5, 1, 2, ..." until the budget ran out)."""
     items = " | ".join(f'"{k}"' for k in range(n_items, 0, -1))
     categories = " | ".join(f'"{c}"' for c in CATEGORIES)
     return "\n".join([
         'root ::= "REASONING: " reasoning "\\nCATEGORY: " category "\\nFLAGGED ITEMS: " flagged',
         _reasoning_rule(reasoning_chars),
         f"category ::= {categories}",
-        'flagged ::= "None" | item (", " item)*',
+        f'flagged ::= "None" | item (", " item){{0,{n_items - 1}}}',
         f"item ::= {items}",
     ])  # fmt: skip
 
