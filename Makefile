@@ -17,20 +17,22 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: book book-sim test test-fast test-book test-book-worlds test-book-runs lint lint-rest install embedded lock data label-studio clean
 
-# The offline book: a run with the simulated judge (notebooks 1-4 and 7, 30 judged users where a chapter takes
-# n_users, so that chapter 7's tests, curves and agreement have users to decide on: the simulated run carries the
-# statistics), a plan of the default run (calls nothing; its manifest then shows plan beside actual), then the default
-# run with the embedded model (every notebook, the "Judges compared" chapter reading every run), built from the
-# default run. The embedded model judges close to randomly, so its run is sized to show each chapter's method, not to
-# estimate anything (book/intro.md says so, size by size): chapter 1 judges 2 pairs per template, chapter 2 the top 5,
-# chapter 3 one user and four recommenders, chapter 4 two customers and one adversarial pair, chapter 7 one user of
-# three of chapter 2's recommenders against Pop, chapter 8 three of chapter 2's five judged pairs per system.
+# The offline book: a run with the simulated judge (notebooks 1-4, 7 and 8, 30 judged users where a chapter takes
+# n_users, one TPE trial per recommender in chapter 2, so that chapter 7's tests, curves and agreement have users to
+# decide on: the simulated run carries the statistics), a plan of the default run (calls nothing; its manifest then
+# shows plan beside actual), then the default run with the embedded model (every notebook, the "Judges compared"
+# chapter reading every run), built from the default run. The embedded model judges close to randomly, so its run is
+# sized to show each chapter's method, not to estimate anything (book/intro.md says so, size by size): chapter 1
+# judges 2 pairs per template, chapter 2 the top 5 after one TPE trial per recommender (as the simulated run: it
+# stores the models), chapter 3 one user and four recommenders, chapter 4 lists of 5 for two customers and one
+# adversarial pair, chapter 7 one user of three of chapter 2's recommenders against Pop, chapter 8 three of chapter
+# 2's five judged pairs per system.
 # Each step keeps what is unchanged since it was last made (an execution cache keyed by the notebook, its parameters,
 # the judge, the package and the data; the key is in each run's manifest.json): a second make book with nothing
 # changed executes nothing. make book FORCE=1 executes, plans and builds everything again.
-DEFAULT_ARGS ?= -p 01:n_pairs 2 -p 02:top_k 5 -p 03:n_users 1 -p 03:recommenders '[fm, minilm-content, lightgcn, sasrec]' \
-	-p 04:n_customers 2 -p 04:n_adversarial 1 -p 07:n_users 1 \
-	-p 07:systems '[pop, bprmf, uaum]' -p 07:arena_pairs pop \
+DEFAULT_ARGS ?= -p 01:n_pairs 2 -p 02:top_k 5 -p 02:n_trials 1 -p 03:n_users 1 \
+	-p 03:recommenders '[fm, minilm-content, lightgcn, sasrec]' -p 04:n_customers 2 -p 04:n_adversarial 1 -p 04:top_k 5 \
+	-p 07:n_users 1 -p 07:systems '[pop, bprmf, uaum]' -p 07:arena_pairs pop \
 	-p 08:notebook 02_rs_reevaluation -p 08:per_system 3
 FORCE_ARG := $(if $(FORCE),--force,)
 book: book-sim
@@ -43,7 +45,8 @@ book: book-sim
 # book's page "Chapter 2 on a books dataset"
 BOOKS_DATA ?= data/shelf-reads
 book-sim: $(STAMP) embedded
-	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 08 -p n_users 30 --no-build $(FORCE_ARG)
+	$(PY) -m recjudge_utils.book run --run sim --judge sim --only 01 02 03 04 07 08 -p n_users 30 -p 02:n_trials 1 \
+		--no-build $(FORCE_ARG)
 	$(PY) -m recjudge_utils.book run --run panel-sim --judge panel-sim --only 01 --no-build $(FORCE_ARG)
 	test -f $(BOOKS_DATA)/recjudge.yaml || $(PY) -m recjudge_utils.data example books $(BOOKS_DATA)
 	$(PY) -m recjudge_utils.book run --run books --judge sim --only 02 -p dataset $(BOOKS_DATA) \
@@ -79,9 +82,9 @@ lint: $(STAMP)
 # make lint but its ruff check, which make test runs (CI runs both make test and this: ruff checks once)
 lint-rest: $(STAMP)
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy recjudge_utils
+	$(PY) -m mypy recjudge_utils tools
 	$(PY) -m deptry .
-	$(PY) -m recjudge_utils.book.check_notebooks notebooks
+	$(PY) -m tools.check_notebooks notebooks
 
 install: $(STAMP) embedded
 

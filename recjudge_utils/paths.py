@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recjudge_utils import __version__
+from recjudge_utils.manifest import MANIFEST_FILE, NotebookRun, RunManifest, git_commit
 
 
 def project_root() -> Path | None:
@@ -119,7 +118,6 @@ def run_mode() -> RunMode:
 DEFAULT_RUN = "default"
 #: the environment variable naming the run folder of this process (set by the book runner for its notebooks)
 RUN_DIR_ENV = "RECJUDGE_RUN_DIR"
-MANIFEST_FILE = "manifest.json"
 #: the book's hand-over from notebook 01 to notebook 02 inside a run folder: the serendipity template selected
 SELECTED_TEMPLATE_FILE = "01_serendipity_prompt_selection/selected_template.json"
 _ADHOC_PREFIX = "adhoc"
@@ -143,26 +141,6 @@ def check_run_name(name: str) -> str:
 def _folder_name(text: str) -> str:
     """``text`` as a piece of a folder name: letters, digits, ``.``, ``_`` and ``-``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "judge"
-
-
-def _git_commit(root: Path | None) -> str:
-    """The checkout's commit read from ``.git`` (no subprocess: a notebook opens its judge often); else unknown."""
-    git = root / ".git" if root else None
-    try:
-        if git is None or not git.is_dir():
-            return "unknown"
-        head = (git / "HEAD").read_text(encoding="utf-8").strip()
-        if not head.startswith("ref: "):
-            return head
-        ref = head.removeprefix("ref: ")
-        if (git / ref).is_file():
-            return (git / ref).read_text(encoding="utf-8").strip()
-        for line in (git / "packed-refs").read_text(encoding="utf-8").splitlines():
-            if line.endswith(f" {ref}"):
-                return line.split(" ", 1)[0]
-    except OSError:
-        pass
-    return "unknown"
 
 
 def _same_judge(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -193,8 +171,8 @@ def _make_adhoc_folder(root: Path, judge: Mapping[str, Any] | None) -> Path:
 
 def _update_manifest(folder: Path, judge: Mapping[str, Any] | None, notebook: str | None, created: bool) -> None:
     path = folder / MANIFEST_FILE
-    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    if manifest and not manifest.get("adhoc"):
+    recorded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if recorded and not recorded.get("adhoc"):
         # the runner's manifest lists what it executed; a notebook run beside it would make it lie
         raise ValueError(
             f"{folder} is a run of the book runner (python -m recjudge_utils.book); a notebook run outside the "
@@ -202,30 +180,21 @@ def _update_manifest(folder: Path, judge: Mapping[str, Any] | None, notebook: st
         )
     if judge and not _judge_fits(folder, judge):
         raise ValueError(
-            f"{folder} holds a run of judge {manifest['judge'].get('name')!r}, not {judge.get('name')!r}: "
+            f"{folder} holds a run of judge {recorded['judge'].get('name')!r}, not {judge.get('name')!r}: "
             f"one run, one judge (chapter 6 names a run's judge from its manifest); pass another run_name"
         )
-    if not manifest:
-        manifest = {
-            "run": folder.name,
-            "adhoc": True,
-            "judge": None,
-            "notebooks": [],
-            "package_version": __version__,
-            "git_commit": _git_commit(project_root()),
-            "python": platform.python_version(),
-            "started_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
+    if recorded:
+        manifest = RunManifest.from_json(recorded)
+    else:
+        manifest = RunManifest(folder.name, git_commit=git_commit(project_root()), adhoc=True)
     changed = created or not path.is_file()
-    if judge and not manifest.get("judge"):
-        manifest["judge"], changed = dict(judge), True
-    if notebook and notebook not in manifest["notebooks"]:
-        manifest["notebooks"].append(notebook)
+    if judge and not manifest.judge:
+        manifest.judge, changed = dict(judge), True
+    if notebook and notebook not in [nb.notebook for nb in manifest.notebooks]:
+        manifest.notebooks.append(NotebookRun.from_json(notebook))
         changed = True
     if changed:
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
-        tmp.replace(path)  # a reader (chapter 6) never sees half a manifest
+        manifest.write(folder)
 
 
 def ensure_run_dir(run: str | None = None, judge: Mapping[str, Any] | None = None, notebook: str | None = None) -> Path:

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests/ is not a package: make fake_openai_server importable
 
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, PreparedCall
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
@@ -49,9 +49,9 @@ class ScriptedBackend(Backend):
         self.answer: Answer = answer or (lambda request: '{"score": 3}')
         self.asked: list[JudgeRequest] = []
 
-    def plan(self, request: JudgeRequest) -> Plan:
+    def prepare(self, request: JudgeRequest) -> PreparedCall:
         params: dict[str, object] = {"model": self.api_model, "messages": [dict(m) for m in request.messages]}
-        return Plan.for_request(
+        return PreparedCall.for_request(
             request,
             params,
             endpoint=self.endpoint_id,

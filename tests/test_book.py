@@ -136,7 +136,7 @@ def test_model_and_base_url_are_shortcuts_for_a_profile() -> None:
 
 
 def test_check_notebooks_reports_outputs_and_unreadable_parameters(tmp_path: Path) -> None:
-    from recjudge_utils.book.check_notebooks import problems
+    from tools.check_notebooks import problems
 
     clean = tmp_path / "clean.ipynb"
     write_notebook(clean, 'judge = "embedded"  # a profile name\nn_users = 3', ["print(n_users)"])
@@ -153,8 +153,8 @@ def test_check_notebooks_reports_outputs_and_unreadable_parameters(tmp_path: Pat
 
 
 def test_committed_notebooks_are_clean() -> None:
-    from recjudge_utils.book.check_notebooks import problems
     from recjudge_utils.paths import project_root
+    from tools.check_notebooks import problems
 
     root = project_root()
     if root is None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from recjudge_utils.book.browser_check import PageReport, book_pages, check_pages, find_chromium, report_text
+from recjudge_utils.book.chromium import find_chromium
+from tools.page_checks.book_pages import book_pages, check_pages
+from tools.page_checks.core import Link, Report, link_problems, report_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "browser"
@@ -26,14 +28,14 @@ needs_browser = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def fixture_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PageReport]:
+def fixture_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
     pages = [FIXTURES / "broken.html", FIXTURES / "ok.html"]
     reports = check_pages(FIXTURES, pages=pages, screenshots=tmp_path_factory.mktemp("shots"))
-    return {r.page: r for r in reports}
+    return {r.name: r for r in reports}
 
 
 @needs_browser
-def test_every_planted_problem_is_reported(fixture_reports: dict[str, PageReport]) -> None:
+def test_every_planted_problem_is_reported(fixture_reports: dict[str, Report]) -> None:
     problems = fixture_reports["broken.html"].problems
     found = {(p.kind, p.detail) for p in problems}
 
@@ -53,11 +55,11 @@ def test_every_planted_problem_is_reported(fixture_reports: dict[str, PageReport
 
 
 @needs_browser
-def test_wide_content_that_scrolls_or_is_typeset_is_no_problem(fixture_reports: dict[str, PageReport]) -> None:
+def test_wide_content_that_scrolls_or_is_typeset_is_no_problem(fixture_reports: dict[str, Report]) -> None:
     ok = fixture_reports["ok.html"]
     assert ok.problems == [], report_text([ok])
-    assert [text for text in ok.scrolling if "table#scrolls" in text]  # listed for the reader, not a problem
-    assert ok.screenshot is not None and ok.screenshot.read_bytes().startswith(b"\x89PNG")
+    assert [text for text in ok.notes if "table#scrolls" in text]  # listed for the reader, not a problem
+    assert len(ok.screenshots) == 1 and ok.screenshots[0].read_bytes().startswith(b"\x89PNG")
 
 
 @needs_browser
@@ -66,7 +68,16 @@ def test_wide_content_that_scrolls_or_is_typeset_is_no_problem(fixture_reports: 
 def test_built_book_in_a_browser() -> None:
     screenshots = BOOK_HTML.parent / "screenshots"
     reports = check_pages(BOOK_HTML, screenshots=screenshots)
-    assert {r.page for r in reports} == {p.relative_to(BOOK_HTML).as_posix() for p in book_pages(BOOK_HTML)}
-    unshot = [r.page for r in reports if r.screenshot is None or not r.screenshot.exists()]
+    assert {r.name for r in reports} == {p.relative_to(BOOK_HTML).as_posix() for p in book_pages(BOOK_HTML)}
+    unshot = [r.name for r in reports if not r.screenshots or not r.screenshots[0].exists()]
     assert all('http-equiv="refresh"' in (BOOK_HTML / page).read_text().lower() for page in unshot), unshot
     assert not any(r.problems for r in reports), report_text(reports)
+
+
+def test_links_to_a_missing_file_or_anchor_are_problems_each_once(tmp_path: Path) -> None:
+    page, missing = tmp_path / "a.html", tmp_path / "b.html"
+    page.write_text('<h1 id="top">A</h1>', encoding="utf-8")
+    links = [Link("a.html#top", page, "top"), Link("a.html#gone", page, "gone"), Link("b.html", missing)]
+    found = link_problems([*links, Link("b.html", missing)], anchors=lambda path: {"top"})
+    assert [str(p) for p in found] == ["link: a.html#gone: no anchor 'gone' on that page", "link: b.html: no such file"]
+    assert [str(p) for p in link_problems(links)] == ["link: b.html: no such file"]  # no anchors given: files only

@@ -25,7 +25,7 @@ from format_aware_script import FormatAwareScript
 from recjudge_utils import book
 from recjudge_utils.book import cli
 from recjudge_utils.book.archive import export_run
-from recjudge_utils.book.runner import select_notebooks
+from recjudge_utils.book.notebooks import select_notebooks
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.paths import project_root
 from recjudge_utils.recommenders.artifacts import compute_log

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from recjudge_utils import book
-from recjudge_utils.book.runner import resolve_dataset_parameters
+from recjudge_utils.book.notebooks import resolve_dataset_parameters
 from recjudge_utils.data.examples import write_books
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.paths import project_root

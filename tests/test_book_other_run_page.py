@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from recjudge_utils.book.runner import relabelled, with_other_run_note
+from recjudge_utils.book.build import relabelled, with_other_run_note
 
 
 def _notebook() -> str:

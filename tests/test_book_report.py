@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 
 from recjudge_utils.book import cli
 from recjudge_utils.book import report as report_module
-from recjudge_utils.book.browser_check import find_chromium
+from recjudge_utils.book.chromium import find_chromium
 from recjudge_utils.book.report import (
     MANIFEST_PAGE,
     NO_PDF_EXIT,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recjudge_utils.book import chapter_notes
 from recjudge_utils.myst_html import bibliography
+from tools import chapter_notes
 
 ROOT = Path(__file__).parents[1]
 CHAPTER = ROOT / "notebooks" / "00_introduction.ipynb"

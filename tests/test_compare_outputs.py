@@ -9,7 +9,7 @@ import zlib
 from base64 import b64encode
 from pathlib import Path
 
-from recjudge_utils.book.compare_outputs import main, outputs
+from tools.compare_outputs import main, outputs
 
 
 def _png(width: int, shade: int) -> str:

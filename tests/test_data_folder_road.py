@@ -17,7 +17,7 @@ import recjudge_utils.judge.client as judge_client
 import recjudge_utils.recommenders.training as training
 from recjudge_utils.book.cli import main as book_main
 from recjudge_utils.book.execution_cache import notebook_key
-from recjudge_utils.book.runner import _notebook_parameters, resolve_dataset_parameters
+from recjudge_utils.book.notebooks import notebook_parameters, resolve_dataset_parameters
 from recjudge_utils.data import DataFormatError, load_dataset
 from recjudge_utils.data.__main__ import main as data_main
 from recjudge_utils.data.card import NAMED_CARDS, named_card
@@ -158,7 +158,7 @@ def test_paper_scale_keeps_the_folder_dataset_and_its_files_are_in_the_execution
     assert ROOT is not None
     folder = write_books(tmp_path / "shelf", layout="csv")
     notebook = ROOT / "notebooks" / "02_rs_reevaluation.ipynb"
-    params = _notebook_parameters(
+    params = notebook_parameters(
         notebook, {"judge", "dataset", "n_users"}, load_profile("sim"), "paper", {"dataset": str(folder)}
     )
     assert params["dataset"] == str(folder)

@@ -17,7 +17,7 @@ import pytest
 from test_book import write_notebook
 
 from recjudge_utils import book
-from recjudge_utils.book import execution_cache, runner
+from recjudge_utils.book import build, execution_cache
 from recjudge_utils.judge.profiles import load_profile
 
 pytestmark = pytest.mark.slow
@@ -161,17 +161,17 @@ def test_the_book_is_built_again_only_when_its_sources_or_the_run_changed(
         (html / "index.html").write_text("<html></html>")
         return subprocess.CompletedProcess(command, 0)
 
-    monkeypatch.setattr(runner.subprocess, "run", jupyter_book)
+    monkeypatch.setattr(build.subprocess, "run", jupyter_book)
     book.run(sim(), "r", build=True, root=project)
     assert len(builds) == 1
-    assert runner.build_book(project, "r") is False and len(builds) == 1  # nothing changed
+    assert build.build_book(project, "r") is False and len(builds) == 1  # nothing changed
     (project / "book" / "intro.md").write_text("# Intro, edited\n")
-    assert runner.build_book(project, "r") is True and len(builds) == 2
+    assert build.build_book(project, "r") is True and len(builds) == 2
     nb = nbformat.read(isolated_runs / "r" / "executed" / "01_first.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("a changed output"))
     nbformat.write(nb, isolated_runs / "r" / "executed" / "01_first.ipynb")
-    assert runner.build_book(project, "r") is True and len(builds) == 3
-    assert runner.build_book(project, "r", force=True) is True and len(builds) == 4
+    assert build.build_book(project, "r") is True and len(builds) == 3
+    assert build.build_book(project, "r", force=True) is True and len(builds) == 4
 
 
 def test_a_folder_dataset_written_into_the_data_folder_changes_only_the_keys_that_read_it(

@@ -22,6 +22,7 @@ from test_protocol_saer import _toy_items, paper_table
 
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import saer
+from recjudge_utils.experiments.kappa_exercise import KAPPA_EXERCISE, kappa_by_hand
 from recjudge_utils.experiments.saer import SaerConfig, sample_customers
 from recjudge_utils.judge.profiles import client_for
 from recjudge_utils.judge.types import JudgeRequest
@@ -526,7 +527,7 @@ def test_headline_puts_the_runs_shares_beside_the_papers(scripted_judge):
 @pytest.mark.parametrize(
     "a, b",
     [
-        saer.KAPPA_EXERCISE,
+        KAPPA_EXERCISE,
         (
             ["Poor Match", "Good Match", "Good Match", "Partial Match"],
             ["Poor Match", "Good Match", "Poor Match", "Partial Match"],
@@ -534,7 +535,7 @@ def test_headline_puts_the_runs_shares_beside_the_papers(scripted_judge):
     ],
 )
 def test_kappa_by_hand_is_scikit_learns_quadratic_kappa(a, b):
-    k = saer.kappa_by_hand(a, b)
+    k = kappa_by_hand(a, b)
     expected = cohen_kappa_score(a, b, labels=list(POINTWISE_LABELS), weights="quadratic")
     assert k.kappa == pytest.approx(expected) and k.package == pytest.approx(expected)
     assert k.costs == [(x - y) ** 2 for x, y in zip(k.codes_a, k.codes_b, strict=True)]

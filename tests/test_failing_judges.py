@@ -22,7 +22,8 @@ import pytest
 from test_book_end_to_end import BOOK_RUNS, executed_text
 
 from recjudge_utils import book
-from recjudge_utils.book.runner import select_notebooks, template_selection_line
+from recjudge_utils.book.notebooks import select_notebooks
+from recjudge_utils.book.runner import template_selection_line
 from recjudge_utils.experiments.prompt_selection import select_template
 from recjudge_utils.judge.backends.sim import SIMULATED_FAILURE, SimulatedJudge
 from recjudge_utils.judge.client import JudgeClient

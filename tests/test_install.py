@@ -179,7 +179,9 @@ def test_base_parts_import_none_of_the_extras_packages_even_when_installed() -> 
 # what each guarded part is asked to do with its extra hidden: import it, or call a function of it with no argument
 GUARDED_PARTS = {
     "recjudge_utils.annotation.ppi": "book",
-    "recjudge_utils.book.check_notebooks": "book",
+    "tools.check_notebooks": "book",
+    "recjudge_utils.book.notebooks": "book",
+    "recjudge_utils.book.planner": "book",
     "recjudge_utils.book.report": "book",
     "recjudge_utils.book.runner": "book",
     "recjudge_utils.recommenders._history": "recommenders",

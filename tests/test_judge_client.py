@@ -232,9 +232,9 @@ def test_each_request_is_planned_once_unless_an_adaptation_came_between(make_cli
     with FakeOpenAIServer(reject_json_schema=True) as srv:
         client = make_client(srv, max_concurrency=1)
         planned: list[str] = []
-        plan = type(client.backend).plan
+        plan = type(client.backend).prepare
         monkeypatch.setattr(
-            client.backend, "plan", lambda r: planned.append(r.messages[-1]["content"]) or plan(client.backend, r)
+            client.backend, "prepare", lambda r: planned.append(r.messages[-1]["content"]) or plan(client.backend, r)
         )
         client.judge_many([req(0), req(1), req(2)])
         # item 0 is planned by the client and again after json_schema is rejected; items 1 and 2 were planned before

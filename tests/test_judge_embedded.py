@@ -274,7 +274,7 @@ def test_the_endpoint_identity_names_the_server_build(fake_llama, tmp_path, monk
     request = _score_request("Heat")
     assert again.endpoint_id.endswith(":llama-server-1234567")
     # another llama.cpp build never answers from this one's cache
-    assert again.plan(request).key != embedded.plan(request).key
+    assert again.prepare(request).key != embedded.prepare(request).key
 
 
 def test_without_a_build_the_identity_names_the_pinned_llama_cpp_and_preflight_says_how_to_build(

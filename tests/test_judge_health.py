@@ -21,10 +21,10 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils import book
 from recjudge_utils.book.report import load_manifest
-from recjudge_utils.book.runner import RunManifest, manifest_markdown
 from recjudge_utils.book.usage import health_line, judge_health
 from recjudge_utils.judge.profiles import load_profile
 from recjudge_utils.judge.records import reason_kind
+from recjudge_utils.manifest import RunManifest, manifest_markdown
 
 PROSE = "I think the user would probably enjoy these movies, they look quite nice overall."
 PROSE_REASON = f"no JSON object found in answer: {PROSE!r}"

@@ -356,7 +356,7 @@ def test_the_plan_of_a_panel_counts_a_cached_member_as_free(tmp_path: Path, monk
 
 
 def test_the_offline_check_reads_every_members_plan(tmp_path: Path) -> None:
-    from recjudge_utils.book.runner import _cache_checks
+    from recjudge_utils.book.planner import _cache_checks
 
     for name, cached in (("judge-a", True), ("judge-b", False)):
         folder = tmp_path / MEMBERS_DIR / name / "nb"

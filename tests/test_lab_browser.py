@@ -19,15 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from recjudge_utils.book.browser_check import find_chromium
-from recjudge_utils.book.lab_check import (
-    LabReport,
-    check_notebooks,
-    default_folder,
-    notebook_solutions,
-    raw_markup,
-    report_text,
-)
+from recjudge_utils.book.chromium import find_chromium
+from tools.page_checks.core import Problem, Report, report_text, run_check
+from tools.page_checks.lab import check_notebooks, default_folder
+from tools.page_checks.notebook_source import notebook_solutions, raw_markup
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
 #: read at import: every test runs with a runs folder of its own (conftest's isolated_runs), not the book's
@@ -76,7 +71,7 @@ def test_solutions_and_raw_markup_are_read_from_the_notebook() -> None:
 
 
 @pytest.fixture(scope="module")
-def fixture_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LabReport]:
+def fixture_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
     names = ["broken.ipynb", "no_kernel.ipynb", "good.ipynb"]
     reports = check_notebooks(
         [FIXTURES / n for n in names],
@@ -84,12 +79,12 @@ def fixture_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LabRe
         kernels=[FIXTURES / "kernels" / "broken-kernel"],
         kernel_timeout=20,
     )
-    return {r.notebook: r for r in reports}
+    return {r.name: r for r in reports}
 
 
 @needs_lab
 @pytest.mark.browser
-def test_every_planted_problem_is_reported(fixture_reports: dict[str, LabReport]) -> None:
+def test_every_planted_problem_is_reported(fixture_reports: dict[str, Report]) -> None:
     broken = fixture_reports["broken.ipynb"]
     found = [(p.kind, p.detail) for p in broken.problems]
 
@@ -114,7 +109,7 @@ def test_every_planted_problem_is_reported(fixture_reports: dict[str, LabReport]
 
 @needs_lab
 @pytest.mark.browser
-def test_a_chapter_written_for_lab_passes(fixture_reports: dict[str, LabReport]) -> None:
+def test_a_chapter_written_for_lab_passes(fixture_reports: dict[str, Report]) -> None:
     good = fixture_reports["good.ipynb"]
     assert good.problems == [], report_text([good])
     assert good.solutions == 2
@@ -128,26 +123,32 @@ def test_executed_chapters_in_jupyterlab() -> None:
     notebooks = sorted(EXECUTED.glob("*.ipynb"))
     assert notebooks, EXECUTED
     reports = check_notebooks(notebooks, screenshots=EXECUTED.parent / "lab-screenshots")
-    assert [r.notebook for r in reports] == [p.name for p in notebooks]
+    assert [r.name for r in reports] == [p.name for p in notebooks]
     assert all(r.screenshots for r in reports), report_text(reports)
     assert not any(r.problems for r in reports), report_text(reports)
 
 
 def test_the_checks_exit_status_counts_problems_and_says_when_it_could_not_run(capsys: pytest.CaptureFixture) -> None:
-    from types import SimpleNamespace
-
-    from recjudge_utils.book.browser_check import run_check
-
-    def text(reports: list) -> str:
-        return "\n".join(f"{r.name}: {len(r.problems)}" for r in reports)
-
-    def no_browser() -> list:
+    def no_browser() -> list[Report]:
         raise RuntimeError("no Chromium")
 
-    clean = [SimpleNamespace(name="a", problems=[]), SimpleNamespace(name="b", problems=[])]
-    assert run_check(lambda: clean, text, "notebooks") == 0
+    clean = [Report("a"), Report("b")]
+    assert run_check(lambda: clean, "notebooks") == 0
     assert "2 notebooks, 0 problem(s)" in capsys.readouterr().out
-    assert run_check(lambda: [*clean, SimpleNamespace(name="c", problems=["raw {cite"])], text, "pages") == 1
-    assert "3 pages, 1 problem(s)" in capsys.readouterr().out
-    assert run_check(no_browser, text, "pages") == 2
+    assert run_check(lambda: [*clean, Report("c", [Problem("raw", "{cite")])], "pages") == 1
+    out = capsys.readouterr().out
+    assert "3 pages, 1 problem(s)" in out and "c: 1 problem(s)\n  raw: {cite" in out
+    assert run_check(no_browser, "pages") == 2
     assert capsys.readouterr().err == "error: no Chromium\n"
+
+
+def test_a_report_reads_the_same_for_a_page_and_a_notebook(tmp_path: Path) -> None:
+    page = Report("intro.html", [Problem("math", "TeX")], ["(scrolls in its own box) table"], [tmp_path / "a.png"])
+    notebook = Report("01.ipynb", [Problem("kernel", "dead")], solutions=2, seconds=7.0)
+    assert report_text([page, notebook]).splitlines() == [
+        f"intro.html: 1 problem(s), screenshot {tmp_path / 'a.png'}",
+        "  math: TeX",
+        "  (scrolls in its own box) table",
+        "01.ipynb: 1 problem(s), 2 solution(s) looked for, 7.0 s",
+        "  kernel: dead",
+    ]

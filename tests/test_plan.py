@@ -295,7 +295,7 @@ def test_book_plan_of_one_notebook_needs_no_key_and_says_how_it_counted(monkeypa
 
 
 def test_plan_method_names_the_stand_ins_and_the_counts_caveat(tmp_path: Path) -> None:
-    from recjudge_utils.book.runner import _plan_method
+    from recjudge_utils.book.planner import _plan_method
 
     folder = tmp_path / "nb"
     folder.mkdir()

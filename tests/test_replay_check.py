@@ -23,7 +23,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from recjudge_utils.book import cli
 from recjudge_utils.book.archive import SUFFIX, ArchiveError, ArchiveIncomplete, export_run, import_archive
-from recjudge_utils.book.runner import CacheCheck, _cache_checks
+from recjudge_utils.book.planner import CacheCheck, _cache_checks
 from recjudge_utils.judge.planning import PLAN_FILE
 from recjudge_utils.judge.profiles import open_judge
 from recjudge_utils.judge.types import JudgeRequest

@@ -1,12 +1,14 @@
-"""How a table cell shows an estimate with its interval."""
+"""How a table cell shows an estimate with its interval, and where in a row the estimate and its interval are."""
 
 from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from recjudge_utils.reporting.cells import estimate_cell
+from recjudge_utils.reporting.claims import Estimate
 
 
 @pytest.mark.parametrize(
@@ -23,3 +25,34 @@ from recjudge_utils.reporting.cells import estimate_cell
 )
 def test_an_estimate_and_its_interval_share_one_cell(args: tuple, kwargs: dict, text: str) -> None:
     assert estimate_cell(*args, **kwargs) == text
+
+
+@pytest.mark.parametrize(
+    ("row", "args", "text"),
+    [
+        ({"value": 0.5, "low": 0.25, "high": 0.75}, (), "0.500 [0.250, 0.750]"),  # value, low, high
+        ({"Q": 2.0, "Q_lo": 1.5, "Q_hi": math.inf}, ("Q",), "2.000 [1.500, ∞]"),  # <column>_lo / _hi
+        (
+            {"human": 1.0, "human_low": 0.5, "human_high": 1.5},
+            ("human", "human_low", "human_high"),
+            "1.000 [0.500, 1.500]",
+        ),
+        ({"Q": 2.0, "Q_lo": None, "Q_hi": None}, ("Q",), "2.000"),  # bounds unknown: no interval
+        ({"value": None, "low": 0.1, "high": 0.2}, (), "n/a"),
+    ],
+)
+def test_a_rows_estimate_is_read_by_its_column(row: dict, args: tuple, text: str) -> None:
+    assert Estimate.of_row(row, *args).cell() == text
+    assert Estimate.of_row(pd.Series(row), *args).cell() == text  # a frame's row reads the same
+
+
+def test_a_row_without_its_interval_columns_is_refused() -> None:
+    with pytest.raises(KeyError):
+        Estimate.of_row({"Q": 2.0}, "Q")
+    with pytest.raises(ValueError, match="both interval columns"):
+        Estimate.of_row({"Q": 2.0, "lo": 1.0}, "Q", "lo")
+
+
+def test_a_rows_estimate_carries_its_name() -> None:
+    e = Estimate.of_row({"share": 0.5, "share_lo": 0.4, "share_hi": 0.6}, "share", name="a")
+    assert (e.value, e.low, e.high, e.name) == (0.5, 0.4, 0.6, "a")

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from test_experiment_saer import WORDS, _toy_dataset
 
 from recjudge_utils.experiments import saer
+from recjudge_utils.experiments.kappa_exercise import KAPPA_EXERCISE, kappa_by_hand
 from recjudge_utils.experiments.saer import SaerConfig, SaerRun
 from recjudge_utils.judge.types import JudgeRequest
 from recjudge_utils.reporting import saer as report
@@ -209,10 +210,10 @@ def test_figures_draw_ours_beside_the_paper_with_hatches_and_whiskers(runs):
 
 
 def test_kappa_exercise_shows_the_computed_working():
-    k = saer.kappa_by_hand()
+    k = kappa_by_hand()
     text = report.kappa_exercise(k).text
     a, b = (eval(m) for m in re.findall(r"^[ab] = (\[.*\])$", text, re.M))  # the lists the reader is given
-    assert (a, b) == (k.a, k.b) == tuple(map(list, saer.KAPPA_EXERCISE))
+    assert (a, b) == (k.a, k.b) == tuple(map(list, KAPPA_EXERCISE))
     assert ":class: dropdown" in text  # the solution is hidden
     assert f"`weighted_kappa` returns {k.package:.3f}" in text and f"= {k.kappa:.3f}$" in text
     assert f"Codes: a = {k.codes_a}, b = {k.codes_b}" in text and f"differences {k.costs} average" in text

@@ -25,7 +25,7 @@ from recjudge_utils.annotation.simulated_annotators import (
     simulate_labels,
     write_simulated_export,
 )
-from recjudge_utils.book.runner import asks_judge
+from recjudge_utils.book.notebooks import asks_judge
 from recjudge_utils.data._common import DataFormatError
 from recjudge_utils.experiments.validate_judge import (
     NOTEBOOK as CHAPTER,

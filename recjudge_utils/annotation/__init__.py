@@ -17,7 +17,9 @@ One module per step:
   the estimates;
 * :mod:`~recjudge_utils.annotation.ratings`: the judge against the users' own held-out ratings (real people's, not a
   random sample);
-* :mod:`~recjudge_utils.annotation.simulated_annotators`: simulated people of known noise, through the same files.
+* :mod:`~recjudge_utils.annotation.simulated_annotators`: simulated people of known noise, through the same files;
+* :mod:`~recjudge_utils.annotation.chapter_record`: what a run records of one of its chapters (the parameters it ran
+  with, the judgments of its latest execution), which the sample and chapter 8 read.
 """
 
 from recjudge_utils.annotation.export import Exported, export_tasks

@@ -13,6 +13,9 @@ from recjudge_utils.annotation.export import export_tasks
 from recjudge_utils.annotation.kinds import KINDS
 from recjudge_utils.paths import runs_dir
 
+#: the command's name in usage lines; ``recjudge labels`` passes its own to :func:`main`
+PROG = "python -m recjudge_utils.annotation"
+
 
 def _run_folder(run: str) -> Path:
     """A run name under runs/, or a folder given as a path."""
@@ -20,8 +23,9 @@ def _run_folder(run: str) -> Path:
     return path if path.is_dir() and (len(path.parts) > 1 or not (runs_dir() / run).is_dir()) else runs_dir() / run
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.annotation", description=__doc__)
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The labels command named ``prog``; returns its exit code."""
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").replace(PROG, prog))
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="write a sample of a run's judgments for people to label")
     export.add_argument("run", help="a run name under runs/ or a run folder")

@@ -53,6 +53,7 @@ from recjudge_utils.annotation.sample import chosen_template, is_of_kind
 from recjudge_utils.data import Dataset, load_dataset
 from recjudge_utils.lists import read_lists
 from recjudge_utils.metrics.intervals import bootstrap_ci, wilson
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.splitting.export import temporal_fold
 
 __all__ = [
@@ -124,26 +125,21 @@ class RatingsComparison:
 # -- the judged pairs ---------------------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
-
-
 def _parsed(record: Mapping[str, Any]) -> Mapping[str, Any]:
     parsed = record.get("parsed") if record.get("status") == "parsed" else None
     return parsed if isinstance(parsed, Mapping) else {}
+
+
+def _answer_number(record: Mapping[str, Any], field: str) -> float:
+    """A field of the judge's parsed answer as a number; NaN when absent, not a number or infinite (no score)."""
+    return number_or_nan(_parsed(record).get(field), finite=True)
 
 
 def _relevance_steps(records: Sequence[Mapping[str, Any]], chosen: Sequence[Mapping[str, Any]]) -> dict[Any, float]:
     """(user, item) -> the judge's relevance step, when the template records one: the ``relevance`` field of the
     chosen records' own answers (CoT), else the answer of the same chain's ``.../relevance`` stage (LtM). Empty when
     there is none."""
-    own = {
-        (int(r["metadata"]["user"]), int(r["metadata"]["item"])): _number(_parsed(r).get("relevance")) for r in chosen
-    }
+    own = {(int(r["metadata"]["user"]), int(r["metadata"]["item"])): _answer_number(r, "relevance") for r in chosen}
     if any(not math.isnan(v) for v in own.values()):
         return own
     chains = {(r.get("metadata") or {}).get("template") for r in chosen}
@@ -151,7 +147,7 @@ def _relevance_steps(records: Sequence[Mapping[str, Any]], chosen: Sequence[Mapp
     for r in records:
         meta = r.get("metadata") or {}
         if str(meta.get("stage", "")).endswith("/relevance") and meta.get("template") in chains:
-            steps[(int(meta["user"]), int(meta["item"]))] = _number(_parsed(r).get("relevance"))
+            steps[(int(meta["user"]), int(meta["item"]))] = _answer_number(r, "relevance")
     return steps if any(not math.isnan(v) for v in steps.values()) else {}
 
 
@@ -161,7 +157,7 @@ def _judged_frame(records: Sequence[Mapping[str, Any]], chosen: Sequence[Mapping
     rows = {}
     for r in chosen:
         user, item = int(r["metadata"]["user"]), int(r["metadata"]["item"])
-        rows[(user, item)] = (user, item, _number(_parsed(r).get("score")), steps.get((user, item), math.nan))
+        rows[(user, item)] = (user, item, _answer_number(r, "score"), steps.get((user, item), math.nan))
     frame = pd.DataFrame(list(rows.values()), columns=["user", "item", "score", "relevance"])
     return frame.astype({"user": "int64", "item": "int64", "score": "float64", "relevance": "float64"})
 

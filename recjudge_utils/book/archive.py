@@ -33,6 +33,7 @@ from typing import Any
 
 from recjudge_utils import __version__
 from recjudge_utils.book.usage import read_jsonl
+from recjudge_utils.files import atomic_write
 from recjudge_utils.judge.backends import backend_class
 from recjudge_utils.judge.cache import JudgeCache
 from recjudge_utils.judge.records import logged_calls
@@ -161,10 +162,8 @@ def export_run(run_folder: Path, target: Path | None = None, secret_env: str | N
             raise ArchiveError(f"the run's records hold the value of {env}; refusing to export a secret")
     target = target or runs_dir() / f"{run_folder.name}{SUFFIX}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    with gzip.open(tmp, "wb") as fh:
-        fh.write(payload)
-    tmp.replace(target)
+    with atomic_write(target, "wb") as fh, gzip.open(fh, "wb") as gz:
+        gz.write(payload)
     return target
 
 

@@ -40,29 +40,30 @@ from typing import Any
 import pandas as pd
 
 from recjudge_utils.book.archive import export_run, import_archive
-from recjudge_utils.book.runner import (
+from recjudge_utils.book.build import build_book
+from recjudge_utils.book.notebooks import (
     JUDGE_PARAMETER,
     NotebookFailed,
-    build_book,
-    check_offline,
     check_parameter_names,
     check_selection,
     parameter_cell,
     parse_parameter_value,
-    plan,
     resolve_dataset_parameters,
-    run,
     run_dir,
     select_notebooks,
 )
+from recjudge_utils.book.planner import check_offline, plan
+from recjudge_utils.book.runner import run
 from recjudge_utils.book.scales import PAPER_SCALE, PARAMS_COMMAND, PARAMS_DIR, SCALES, paper_parameter_files
 from recjudge_utils.book.tune import TuningIncomplete, tune_worker
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
 from recjudge_utils.judge.profiles import JudgeProfile, ProfileError, load_profile, profile_dir
 from recjudge_utils.paths import DEFAULT_RUN, project_root
 
-__all__ = ["main", "profile_from_args"]
+__all__ = ["PROG", "main", "profile_from_args"]
 
+#: the command's name in usage lines and messages; ``recjudge book`` passes its own to :func:`main`
+PROG = "python -m recjudge_utils.book"
 #: the parameter naming the run folder of a notebook executed outside the runner (papermill, JupyterLab)
 _RUN_NAME_PARAMETER = "run_name"
 _COMMANDS = ("run", "plan", "build", "export", "replay", "report", "list", "params", "tune")
@@ -77,7 +78,7 @@ _PARAMETER_HELP = (
     "set notebook parameter NAME to VALUE in every notebook that declares it (repeatable). VALUE is read as YAML: "
     "200, 0.5, [a, b], null, text. PREFIX:NAME sets it only in the notebooks whose file name starts with PREFIX "
     "(-p 07:n_users 2). Not 'judge' (use --judge), not 'run_name' (use --run), never an API key. "
-    "'python -m recjudge_utils.book list' shows every notebook's parameters"
+    f"'{PROG} list' shows every notebook's parameters"
 )
 
 
@@ -256,14 +257,14 @@ def _write_parameter_files(root: Path, check: bool) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ arguments
-def _selection_options(parser: argparse.ArgumentParser) -> None:
+def _selection_options(parser: argparse.ArgumentParser, parameter_help: str) -> None:
     parser.add_argument("--run", default=DEFAULT_RUN, help="name of the run folder under runs/ (default: default)")
     parser.add_argument("--judge", help="judge profile: a name under judges/ or a YAML path (default: embedded)")
     parser.add_argument("--model", help="shortcut instead of --judge: the model ('local' = the embedded SmolLM2)")
     parser.add_argument("--base-url", help="with --model: an OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
     parser.add_argument("--scale", choices=SCALES, default="demo", help="demo (defaults) or paper (the papers' sizes)")
     parser.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=_PARAMETER_HELP
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=parameter_help
     )
     parser.add_argument(
         "--only",
@@ -281,14 +282,16 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    """The command line: one subcommand per action (a bare command line means ``run``)."""
+def _build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The command line named ``prog``: one subcommand per action (a bare command line means ``run``)."""
+    # the examples and the help name the command as it was typed; under PROG the text is unchanged
     parser = argparse.ArgumentParser(
-        prog="python -m recjudge_utils.book", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        prog=prog, description=(__doc__ or "").replace(PROG, prog), formatter_class=argparse.RawTextHelpFormatter
     )
+    parameter_help = _PARAMETER_HELP.replace(PROG, prog)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run_p = sub.add_parser("run", help="execute the notebooks into runs/NAME/ and build the book (the default)")
-    _selection_options(run_p)
+    _selection_options(run_p, parameter_help)
     run_p.add_argument("--no-build", action="store_true", help="execute the notebooks but do not build the HTML")
     run_p.add_argument(
         "--offline",
@@ -298,7 +301,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "notebook when it does not",
     )
     plan_p = sub.add_parser("plan", help="render every request, call no model, print calls, tokens, cost, hours")
-    _selection_options(plan_p)
+    _selection_options(plan_p, parameter_help)
     build_p = sub.add_parser("build", help="build the HTML book from an existing run, execute nothing")
     build_p.add_argument("--run", default=DEFAULT_RUN, help="the run to build from (default: default)")
     build_p.add_argument("--force", action="store_true", help="build even when the book and the run are unchanged")
@@ -336,7 +339,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tune_p.add_argument("--dataset", help="notebook 2's dataset (default: its parameter, ml-100k)")
     tune_p.add_argument("--scale", choices=SCALES, default="demo", help="demo (defaults) or paper (the papers' sizes)")
     tune_p.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=_PARAMETER_HELP
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=parameter_help
     )
     tune_p.add_argument(
         "--folds", nargs="+", type=int, metavar="FOLD", help="tune only these folds (0-based; default: every fold)"
@@ -348,7 +351,7 @@ def _arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     for arg in argv:
         flag = arg.split("=", 1)[0]
         if flag in OLD_FLAGS:
-            parser.error(f"{flag} is now a subcommand: python -m recjudge_utils.book {OLD_FLAGS[flag]}")
+            parser.error(f"{flag} is now a subcommand: {parser.prog} {OLD_FLAGS[flag]}")
     if not argv or (argv[0] not in _COMMANDS and argv[0] not in ("-h", "--help")):
         argv = ["run", *argv]  # the bare command line of the Makefile and of earlier versions
     return parser.parse_args(argv)
@@ -410,9 +413,9 @@ def _dispatch(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """The command line; library errors become ``error: ...`` on stderr and an exit code (see the module doc)."""
-    parser = _build_parser()
+    parser = _build_parser(prog)
     args = _arguments(parser, list(sys.argv[1:] if argv is None else argv))
     root = project_root()
     if root is None:

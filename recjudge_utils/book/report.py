@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -32,10 +32,9 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from recjudge_utils._extras import optional_imports
-from recjudge_utils.book.browser_check import CHROMIUM_NAMES, find_chromium
-from recjudge_utils.book.runner import NotebookRun, RunManifest, manifest_markdown
+from recjudge_utils.book.chromium import CHROMIUM_NAMES, find_chromium
 from recjudge_utils.book.usage import health_from_logs
-from recjudge_utils.paths import MANIFEST_FILE
+from recjudge_utils.manifest import MANIFEST_FILE, RunManifest, manifest_markdown
 
 with optional_imports("book"):
     from bs4 import BeautifulSoup
@@ -115,12 +114,10 @@ def load_manifest(run_folder: Path) -> RunManifest:
     data = json.loads(path.read_text())
     if data.get("status") == "running":
         raise ValueError(f"run {run_folder.name!r} is still running (its manifest says so): report it when finished")
-    known = {f.name for f in fields(RunManifest)}
-    data["notebooks"] = [NotebookRun(**nb) for nb in data.get("notebooks", [])]
     if "judge_health" not in data and (data.get("actual") or {}).get("notebooks"):
         # a run made before manifests held the judge's health: counted now from its logs, so the report shows it too
         data["judge_health"] = health_from_logs(run_folder, data["actual"]["notebooks"])
-    return RunManifest(**{k: v for k, v in data.items() if k in known})
+    return RunManifest.from_json(data)
 
 
 #: the book's "Using recjudge" pages: how to use the tool, not what a run found, so a run's report leaves them out

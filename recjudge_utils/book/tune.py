@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from recjudge_utils.book.runner import parameter_cell, unknown_parameters_message
+from recjudge_utils.book.notebooks import parameter_cell, unknown_parameters_message
 from recjudge_utils.book.scales import scale_parameters
 
 __all__ = ["NOTEBOOK", "TuningIncomplete", "WorkerReport", "notebook_parameters", "tune_worker"]

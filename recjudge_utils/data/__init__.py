@@ -12,6 +12,22 @@ Files live in ``paths.data_dir()/<name>/`` (git-ignored; the licences forbid red
 on PyPI); otherwise it raises :class:`DatasetNotAvailableError` saying what to download from where and where to
 put it. ``load_serendipity_pairs()`` returns the real Serendipity-2018 pairs when ``serendipity-2018/`` is there,
 else the MovieLens-100K proxy stand-in (``is_real=False``, label says so).
+
+==================  ================================================================================================
+module              responsibility
+==================  ================================================================================================
+``fetch``           the registry of named datasets and the data command's ``fetch``
+``card``            the dataset card ``recjudge.yaml``: what a folder's files cannot say about themselves
+``folder``          a folder dataset (RecBole atomic files or plain tables, plus its card) read into a ``Dataset``
+``movielens``       MovieLens-100K and MovieLens-1M
+``goodreads``       Goodreads (UCSD Book Graph)
+``amazon``          Amazon Beauty reviews and product metadata
+``mind``            MIND (Microsoft News Dataset)
+``serendipity2018`` Serendipity-2018 (GroupLens ``serendipity-sac2018``)
+``standins``        labelled stand-ins for data that cannot be had offline
+``examples``        the synthetic books dataset, written as a researcher's files (the "your own dataset" page)
+``stats``           dataset statistics in the layout of the serendipity paper's Table 2
+==================  ================================================================================================
 """
 
 from __future__ import annotations

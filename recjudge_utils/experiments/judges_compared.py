@@ -39,6 +39,7 @@ import pandas as pd
 from recjudge_utils.experiments.results import RESULTS_FILE, USAGE_FILE, read_results
 from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG
 from recjudge_utils.metrics.agreement import krippendorff_alpha_ci, raw_agreement_ci, weighted_kappa_ci
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.paths import MANIFEST_FILE, RUN_DIR_ENV, runs_dir, shown_path
 from recjudge_utils.protocols.pointwise_score import TEMPLATES
@@ -232,13 +233,6 @@ def this_run_folder() -> Path | None:
     return Path(folder) if folder else None
 
 
-def _number(x: object) -> float:
-    try:
-        return float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def _rows(runs: Sequence[StoredRun], notebook: str) -> pd.DataFrame:
     """The results rows of one notebook, every run's, with its run, judge, kind and data."""
     return pd.DataFrame(
@@ -400,7 +394,7 @@ def _measures(rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
             rank = (TEMPLATES.index(case) if case in TEMPLATES else 9) if column == "template" else prompt
             out.append({"metric": metric, "case": case, "baseline": r.get("y", "") if metric == "win_pct" else "",
                         "prompt": prompt, "judge": r["judge"], "kind": r["kind"],
-                        **{k: _number(r.get(k)) * scale for k in ("value", "low", "high")},
+                        **{k: number_or_nan(r.get(k)) * scale for k in ("value", "low", "high")},
                         "order": (notebook[:2], str(rank))})  # fmt: skip
     columns = ["metric", "case", "baseline", "prompt", "judge", "kind", "value", "low", "high", "order"]
     frame = pd.DataFrame(out, columns=columns)

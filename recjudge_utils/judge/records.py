@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from recjudge_utils.answer_formats.truth import truth_to_dict
-from recjudge_utils.judge.backends.base import Plan
+from recjudge_utils.judge.backends.base import PreparedCall
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
 
 __all__ = ["UNUSABLE_SHARE_FLAG", "AnswerHealth", "JudgmentLog", "logged_calls", "reason_kind"]
@@ -100,7 +100,7 @@ class JudgmentLog:
     def write(
         self,
         request: JudgeRequest,
-        plan: Plan,
+        plan: PreparedCall,
         result: JudgeResult[Any],
         *,
         run_name: str,

@@ -19,5 +19,8 @@ module                    what it measures
 ``qrels``                 the judge's item labels as TREC qrels (``user 0 item label``)
 ``serendipity_at_k``      P_ser, N_ser, Avg.Score@k and accuracy per user, their means over folds
 ``intervals``             the intervals every module uses: percentile bootstrap, Wilson, Fisher z
+``numbers``               a float or NaN from whatever a frame or an answer holds (None, text, numpy scalars)
+``tournament``            a tournament's ranking from its duels: Bradley-Terry with Davidson's extension for ties
+``missingness``           whether unparsed answers fall evenly on the systems (a test of independence)
 ========================  ==============================================================================================
 """

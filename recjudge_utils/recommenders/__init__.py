@@ -10,6 +10,21 @@ Adding a recommender is one module and one line: the module decorates its class 
 space if the re-evaluation tunes it, the fixed training settings per experiment and budget), and the line lists the
 module in ``REGISTRY``'s ``lazy`` table below. Modules are imported on first use, so importing this package stays
 cheap (no torch).
+
+Beside one module per recommender (``pop``, ``random_rs``, ``bprmf``, ``sasrec``, ``kfn``, ``uaum``, ``desr``,
+``purs``, ``fm``, ``deepfm``, ``lightgcn``, ``content`` (``minilm-content``), ``cooccurrence``, ``embedding``):
+
+==================  ================================================================================================
+module              responsibility
+==================  ================================================================================================
+``base``            the interface every recommender implements, and the index bookkeeping they share
+``training``        getting a fitted recommender: the one path every experiment takes
+``budgets``         fixed (untuned) training settings per experiment, budget and recommender
+``artifacts``       trained recommenders stored once and shared by every run
+``data_needs``      what a recommender needs from a dataset, and which recommenders a dataset can train
+``optuna_storage``  Optuna storages any number of processes may open at once (the tuning workers)
+``plan_standin``    plan mode without training: a stored artifact, a cheap fit, or a stand-in
+==================  ================================================================================================
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ import inspect
 import json
 import os
 import pickle
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from recjudge_utils.files import atomic_write
 from recjudge_utils.paths import artifacts_dir
 from recjudge_utils.recommenders import recommender_class
 from recjudge_utils.recommenders.plan_standin import STORED, note_plan, planning_without_training
@@ -113,14 +113,8 @@ class ArtifactStore:
         if planning_without_training():  # a plan leaves the store as it found it
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(path, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         path.with_suffix(".json").write_text(_canonical(dict(fields)) + "\n", encoding="utf-8")
         return path
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from recjudge_utils._extras import optional_imports
+from recjudge_utils.files import atomic_write
 from recjudge_utils.paths import runs_dir
 from recjudge_utils.recommenders import register_recommender
 from recjudge_utils.recommenders.base import Recommender
@@ -107,9 +108,8 @@ def cached_embeddings(texts: list[str], encoder: Encoder | None, model_name: str
     emb = emb / np.where(norms == 0, 1.0, norms)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, emb)
-        tmp.replace(path)
+        with atomic_write(path, "wb") as fh:
+            np.save(fh, emb)
     return emb
 
 

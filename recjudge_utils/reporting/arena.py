@@ -4,6 +4,7 @@ figures and takeaways. Words: ``text/arena.yaml``; numbers: the runs of :mod:`re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -66,21 +67,12 @@ def _rec_label(key: str) -> str:
     return f"{key} (paper: {paper})" if paper and paper.lower() != key.lower() else key
 
 
-def _est(r: Any, column: str, name: str = "") -> Estimate:
-    """The estimate in ``column`` of a row, with its interval in ``column_lo`` / ``column_hi`` when there."""
-    return Estimate.of(r[column], r.get(f"{column}_lo"), r.get(f"{column}_hi"), name)
-
-
 def _q_cell(r: Any) -> str:
-    return _est(r, "Q").cell(2) if r.get("n") else NO_PARSED
+    return Estimate.of_row(r, "Q").cell(2) if r.get("n") else NO_PARSED
 
 
 def _rank(value: Any) -> str:
     return "-" if value is None or pd.isna(value) else str(int(value))
-
-
-def _number(digits: int) -> Any:
-    return lambda v: estimate_cell(v, digits=digits)
 
 
 def _caption(title: str, frame: pd.DataFrame) -> str:
@@ -89,7 +81,7 @@ def _caption(title: str, frame: pd.DataFrame) -> str:
     return f"{title} {T('inf_note')}" if infinite else title
 
 
-def _wtl_table(frame: pd.DataFrame, first: str = "", names: Sequence[str] = (), judged: bool = True,
+def _wtl_frame(frame: pd.DataFrame, first: str = "", names: Sequence[str] = (), judged: bool = True,
                rank: bool = True) -> pd.DataFrame:  # fmt: skip
     """Column ``first`` (``names``) and the order, judged, Win / Tie / Lose % and Q with their CIs, and rank."""
     rows = []
@@ -97,7 +89,7 @@ def _wtl_table(frame: pd.DataFrame, first: str = "", names: Sequence[str] = (), 
         n, missing = int(r["n"]), int(r.get("n_unjudged", 0) or 0)
         row = {first: name, "order": _ORDERS[r["source"]]} if first else {}
         row |= {"judged": f"{n}" if not missing else f"{n} of {n + missing}"} if judged else {}
-        row |= {f"{h} [{_CI}]": _est(r, p).cell(1) if n else NO_PARSED for p, h in _PARTS.items()}
+        row |= {f"{h} [{_CI}]": Estimate.of_row(r, p).cell(1) if n else NO_PARSED for p, h in _PARTS.items()}
         rows.append({**row, f"Q [{_CI}]": _q_cell(r), **({"rank": _rank(r.get("rank"))} if rank else {})})
     return pd.DataFrame(rows)
 
@@ -147,7 +139,7 @@ def table1(run: ArenaRun) -> Styler:
 def table2(run: ArenaRun) -> Styler:
     """Each recommender against the baseline in every judged order: Win / Tie / Lose % and Q with 95 % CIs."""
     frame, title = run.versus_all(), T("captions.table2", baseline=run.config.baseline, tag=_tag(run))
-    return captioned(_wtl_table(frame, "recommender", frame["x"]), _caption(title, frame))
+    return captioned(_wtl_frame(frame, "recommender", frame["x"]), _caption(title, frame))
 
 
 def _paper_rows(paper: pd.DataFrame, x: str, header: str, urd: str | None = None) -> list[dict[str, str]]:
@@ -238,8 +230,9 @@ def position_table(run: ArenaRun) -> Styler:
     a = run.a_wins.set_index(["x", "y"])
     rows = [
         {"comparison": _comparison(r), "judged in both orders": int(r["n_both_parsed"]),
-         f"position consistency [{_CI}]": _est(r, "consistency").cell(2),
-         f"{T('a_share')} [{_CI}]": _est(a.loc[k], "share").cell(2) if (k := (r["x"], r["y"])) in a.index else "n/a",
+         f"position consistency [{_CI}]": Estimate.of_row(r, "consistency").cell(2),
+         f"{T('a_share')} [{_CI}]":
+             Estimate.of_row(a.loc[k], "share").cell(2) if (k := (r["x"], r["y"])) in a.index else "n/a",
          "unparsed %": estimate_cell(100 * r["unparsed_rate"], digits=1)}
         for r in run.consistency.to_dict("records")
     ]  # fmt: skip
@@ -252,7 +245,7 @@ def position_figure(run: ArenaRun) -> Figure:
         {"label": _comparison(r), "group": group, "value": e.value, "low": e.low, "high": e.high}
         for frame, group, col in ((run.consistency, "position consistency", "consistency"),
                                   (run.a_wins, T("a_share"), "share"))
-        for r in frame.to_dict("records") for e in [_est(r, col)]
+        for r in frame.to_dict("records") for e in [Estimate.of_row(r, col)]
     ]  # fmt: skip
     return _forest(rows, run, "position", (-0.02, 1.02), 2, xlabel=T("figures.position_x"), reference=0.5,
                    reference_label=T("figures.position_reference"))  # fmt: skip
@@ -261,7 +254,8 @@ def position_figure(run: ArenaRun) -> Figure:
 def headline_cells(run: ArenaRun) -> dict[str, str]:
     """The cells the chapter's prose quotes: ``consistency`` and ``a_share`` with their 95 % CIs ("n/a": none)."""
     c, a = run.overall()
-    return {"consistency": "n/a" if c is None else _est(c, "consistency").cell(2), "a_share": _est(a, "share").cell(2)}
+    consistency = "n/a" if c is None else Estimate.of_row(c, "consistency").cell(2)
+    return {"consistency": consistency, "a_share": Estimate.of_row(a, "share").cell(2)}
 
 
 def position_sentence(run: ArenaRun) -> str:
@@ -273,7 +267,7 @@ def close_pairs_table(run: ArenaRun) -> Styler:
     """The closest-AUC pairs compared directly, in each order and adjudicated (the paper's Figures 3-4)."""
     frame, title = run.versus_all(kind="close_pair"), T("captions.close_pairs", tag=_tag(run))
     pairs = [*map(_comparison, frame.to_dict("records"))]
-    return captioned(_wtl_table(frame, "comparison", pairs, rank=False), _caption(title, frame))
+    return captioned(_wtl_frame(frame, "comparison", pairs, rank=False), _caption(title, frame))
 
 
 def close_pairs_figure(run: ArenaRun) -> Figure:
@@ -295,7 +289,7 @@ def table4(run: ArenaRun, source: str = "adjudicated") -> Styler:
     """Inspiration verdicts against the baseline beside URD, ours and the paper's Table 4 rows in one table."""
     ours, k, paper = run.versus(source, key="inspiration"), run.config.top_k, paper_table("arena_table4")
     urd, rows = dict(zip(run.offline["rs"], run.offline["urd"], strict=True)), []
-    for x, cells in zip(ours["x"], _wtl_table(ours, judged=False).to_dict("records"), strict=True):
+    for x, cells in zip(ours["x"], _wtl_frame(ours, judged=False).to_dict("records"), strict=True):
         rows.append({"recommender": _rec_label(x), "setting": f"this run, {_ORDERS[source]}",
                      f"URD@{k}": estimate_cell(urd.get(x), digits=3), **cells})  # fmt: skip
         rows += _paper_rows(paper.set_index(["rs", "llm"]), x, f"{{}} [{_CI}]", urd=f"URD@{k}")
@@ -311,7 +305,7 @@ def paper_cases() -> str:
 def transparency_table(run: TransparencyRun) -> Styler:
     """Win / Tie / Lose and Q of DeepFM with features against ids only, on Transparency and overall, per order."""
     frame, (x, y) = run.outcomes, TRANSPARENCY_MODELS  # Transparency, then overall; each order, then adjudicated
-    body = _wtl_table(frame, "aspect", frame["aspect"].str.replace("_", " ").str.capitalize(), rank=False)
+    body = _wtl_frame(frame, "aspect", frame["aspect"].str.replace("_", " ").str.capitalize(), rank=False)
     return captioned(body, _caption(T("captions.transparency", x=x, y=y, tag=_tag(run)), frame))
 
 
@@ -334,7 +328,8 @@ def table3(run: ArenaRun) -> Styler:
     """Pearson r (and p) between each recommender's Q against the baseline and its AUC, per source."""
     c = run.correlation
     frame = pd.DataFrame({"order": c["source"].map(_ORDERS), "recommenders with a finite Q": c["n_models"],
-                          "Pearson r": c["r"].map(_number(3)), "p": c["p"].map(_number(3))})  # fmt: skip
+                          "Pearson r": c["r"].map(partial(estimate_cell, digits=3)),
+                          "p": c["p"].map(partial(estimate_cell, digits=3))})  # fmt: skip
     return captioned(frame, T("captions.table3", tag=_tag(run)))
 
 
@@ -356,9 +351,9 @@ def paper_r_rounding(run: ArenaRun) -> str:
 def relative_table(run: ArenaRun, source: str = "adjudicated") -> Styler:
     """The numbers behind Figure 6, with headers in words."""
     data = run.relative_vs_absolute(source)
-    frame = pd.DataFrame({"recommender": data["model"], "AUC": data["AUC"].map(_number(3)),
-                          f"Q against {run.config.baseline}": data["Q"].map(_number(2)),
-                          "mean absolute score": data["absolute"].map(_number(3))})  # fmt: skip
+    frame = pd.DataFrame({"recommender": data["model"], "AUC": data["AUC"].map(partial(estimate_cell, digits=3)),
+                          f"Q against {run.config.baseline}": data["Q"].map(partial(estimate_cell, digits=2)),
+                          "mean absolute score": data["absolute"].map(partial(estimate_cell, digits=3))})  # fmt: skip
     return captioned(frame, _caption(T("captions.relative", order=_ORDERS[source], tag=_tag(run)), data))
 
 
@@ -382,7 +377,7 @@ def separation_table(run: ArenaRun) -> Styler:
     s, (x, y) = run.separation, run.closest_pair
     differences = [Estimate.of(*v).cell(3) for v in s[["difference", "low", "high"]].to_numpy()]
     frame = pd.DataFrame({"measure": s["measure"], f"difference [{_CI}]": differences,
-                          "standardised gap": s["standardised_gap"].map(_number(2)),
+                          "standardised gap": s["standardised_gap"].map(partial(estimate_cell, digits=2)),
                           "users": s["n_users"]})  # fmt: skip
     return captioned(frame, T("captions.separation", x=x, y=y, tag=_tag(run)))
 
@@ -400,10 +395,10 @@ def judge_facts(run: ArenaRun) -> str:
     c, a = run.overall()
     lines = [T("facts.judge", judge=run.judge_name),
              T("facts.answers", n=len(run.raw), parsed=int((run.raw["status"] == "parsed").sum()),
-               a_share=T("a_share"), share=_est(a, "share").cell(2), named=int(a["n_named"]))]  # fmt: skip
+               a_share=T("a_share"), share=Estimate.of_row(a, "share").cell(2), named=int(a["n_named"]))]  # fmt: skip
     if c is not None:
         cells = ", ".join(f"{r['x']} {_q_cell(r)}" for r in run.versus("adjudicated").to_dict("records"))
-        lines += [T("facts.consistency", n=int(c["n_both_parsed"]), cell=_est(c, "consistency").cell(2)),
+        lines += [T("facts.consistency", n=int(c["n_both_parsed"]), cell=Estimate.of_row(c, "consistency").cell(2)),
                   T("facts.q", baseline=run.config.baseline, cells=cells)]  # fmt: skip
     return "\n".join(lines)
 
@@ -411,7 +406,8 @@ def judge_facts(run: ArenaRun) -> str:
 def _q_takeaways(run: ArenaRun) -> list[str]:
     src, base = run.config.main_source, run.config.baseline
     records = run.versus(src).to_dict("records")
-    cell, q = {r["x"]: f"{r['x']} {_q_cell(r)}" for r in records}, [_est(r, "Q", r["x"]) for r in records]
+    cell = {r["x"]: f"{r['x']} {_q_cell(r)}" for r in records}
+    q = [Estimate.of_row(r, "Q", name=r["x"]) for r in records]
     parts = [T(f"takeaways.q_{k}", cells=", ".join(cell[e.name] for e in es), baseline=base)
              for k, es in sides(q, 1.0).items() if es]  # fmt: skip
     out = [T("takeaways.q", baseline=base, order=_ORDERS[src], parts="; ".join(parts))]
@@ -428,9 +424,9 @@ def _position_takeaway(run: ArenaRun) -> str:
         return T("takeaways.one_order")
     if not int(c["n_both_parsed"]) and not int(a["n_named"]):
         return T("takeaways.position_nothing")
-    share = _est(a, "share")
-    head = T("takeaways.position_head", consistency=_est(c, "consistency").cell(2), n=int(c["n_both_parsed"]),
-             named=int(a["n_named"]), share=share.cell(2))  # fmt: skip
+    share = Estimate.of_row(a, "share")
+    head = T("takeaways.position_head", consistency=Estimate.of_row(c, "consistency").cell(2),
+             n=int(c["n_both_parsed"]), named=int(a["n_named"]), share=share.cell(2))  # fmt: skip
     return T(f"takeaways.position_{side(share, 0.5)}", head=head)
 
 
@@ -462,7 +458,7 @@ def _transparency_takeaway(run: TransparencyRun) -> str:
     rows = o[(o["aspect"] == "transparency") & (o["source"] == run.config.main_source)].to_dict("records")
     if not rows:
         return T("takeaways.transparency_unjudged")
-    what = T(f"takeaways.transparency_{side(_est(rows[0], 'Q'), 1.0)}", x=x, y=y)
+    what = T(f"takeaways.transparency_{side(Estimate.of_row(rows[0], 'Q'), 1.0)}", x=x, y=y)
     order, q = _ORDERS[run.config.main_source], _q_cell(rows[0])
     return T("takeaways.transparency", x=x, y=y, order=order, q=q, what=what)
 

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.metrics.numbers import number_or_nan
+
 __all__ = ["estimate_cell", "usage_cells"]
 
 
@@ -16,10 +18,7 @@ def estimate_cell(value: object, low: object = None, high: object = None, digits
     bound leaves the bare estimate (a count, a paper's number), an infinite one (Q with no losses) reads ``∞``."""
 
     def number(x: object) -> float | None:
-        try:
-            f = float(x)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return None
+        f = number_or_nan(x)
         return None if np.isnan(f) else f * scale
 
     def text(x: float) -> str:

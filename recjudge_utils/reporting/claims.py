@@ -13,18 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.reporting.cells import estimate_cell
 
 __all__ = ["Estimate", "Leader", "Side", "and_join", "apart", "estimates", "leader", "plural", "side", "sides"]
 
 Side = Literal["above", "below", "contains", "none"]
-
-
-def _number(x: object) -> float:
-    try:
-        return float(x)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
 
 
 @dataclass(frozen=True)
@@ -39,7 +33,19 @@ class Estimate:
     @classmethod
     def of(cls, value: object, low: object = None, high: object = None, name: object = "") -> Estimate:
         """From any numbers a frame holds (None, NaN, strings such as ``"inf"`` included)."""
-        return cls(_number(value), _number(low), _number(high), str(name))
+        return cls(number_or_nan(value), number_or_nan(low), number_or_nan(high), str(name))
+
+    @classmethod
+    def of_row(cls, row: Any, column: str = "value", low: str | None = None, high: str | None = None, name: object = ""
+               ) -> Estimate:  # fmt: skip
+        """The estimate in ``column`` of a frame's row or record, its interval in ``low`` / ``high``: by default
+        ``low`` / ``high`` beside ``value``, else ``<column>_lo`` / ``<column>_hi``. A missing column raises KeyError
+        (an interval the row should hold is never silently dropped)."""
+        if (low is None) != (high is None):
+            raise ValueError("name both interval columns or neither")
+        if low is None or high is None:
+            low, high = ("low", "high") if column == "value" else (f"{column}_lo", f"{column}_hi")
+        return cls.of(row[column], row[low], row[high], name)
 
     @property
     def known(self) -> bool:

@@ -17,7 +17,7 @@ from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import JudgeResult
 from recjudge_utils.reporting.callouts import Callout
 from recjudge_utils.reporting.figures import done, palette
-from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.tables import text_table
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
@@ -27,15 +27,13 @@ __all__ = [
 T = chapter_text("introduction")
 
 
-def _table(key: str, rows: list[list[object]], **caption: object) -> Styler:
-    return captioned(pd.DataFrame(rows, columns=T.raw(f"columns.{key}")), T(f"captions.{key}", **caption))
-
-
 def statistics_table(view: DataOverview) -> Styler:
     """The dataset's size in words: users, items, interactions, categories and density (% of user-item pairs)."""
     s = view.statistics
     counts = [f"{s[k]:,}" for k in ("users", "items", "interactions", "categories")]
-    return _table("statistics", [[*counts, f"{100 * s['density']:.2f}"]], data=view.label)
+    return text_table(
+        T, "captions.statistics", "columns.statistics", [[*counts, f"{100 * s['density']:.2f}"]], data=view.label
+    )
 
 
 def first_ratings(view: DataOverview) -> Styler:
@@ -44,7 +42,7 @@ def first_ratings(view: DataOverview) -> Styler:
     when = pd.to_datetime(f["timestamp"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M")
     titles = f["title"].fillna(T("not_in_catalogue"))
     rows = zip(f["user"], f["item"], titles, f["rating"].map("{:g}".format), when, strict=True)
-    return _table("first", [list(r) for r in rows])
+    return text_table(T, "captions.first", "columns.first", [list(r) for r in rows])
 
 
 def ratings_figure(view: DataOverview) -> Figure:
@@ -81,7 +79,9 @@ def judgment_table(result: JudgeResult[dict[str, int]], judge_name: str) -> Styl
             "expected": f"{expected:.2f}" if probs and expected is not None else None,
             "tokens": f"{result.prompt_tokens:,} / {result.completion_tokens:,}",
             "source": T("judgment.cached") if result.cache_hit else T("judgment.called")}  # fmt: skip
-    return _table("judgment", [[T(f"judgment.{k}"), v] for k, v in rows.items() if v is not None])
+    return text_table(
+        T, "captions.judgment", "columns.judgment", [[T(f"judgment.{k}"), v] for k, v in rows.items() if v is not None]
+    )
 
 
 def takeaways_items(result: JudgeResult[dict[str, int]], judge_name: str) -> list[str]:

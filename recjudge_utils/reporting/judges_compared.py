@@ -29,7 +29,7 @@ from recjudge_utils.protocols.saer import VERSION_NAMES
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.reporting.callouts import Callout, judge_caveat, stand_in_note
 from recjudge_utils.reporting.cells import estimate_cell, usage_cells
-from recjudge_utils.reporting.claims import and_join, apart, estimates, leader, plural, side
+from recjudge_utils.reporting.claims import Estimate, and_join, apart, estimates, leader, plural, side
 from recjudge_utils.reporting.figures import done, empty_figure, forest_plot, grouped_bars
 from recjudge_utils.reporting.tables import shown
 from recjudge_utils.reporting.text import chapter_text
@@ -44,12 +44,12 @@ def _words(key: str, value: Any) -> str:
     return str(T.raw(key).get(value, value))
 
 
-def _cell(frame: pd.DataFrame, key: Any, digits: int | None = 3, scale: float = 1.0) -> str:
+def _keyed_cell(frame: pd.DataFrame, key: Any, digits: int | None = 3, scale: float = 1.0) -> str:
     """Row ``key`` of a frame indexed by metric, category or evaluator as an estimate cell (digits None: its n)."""
     row = frame.loc[[key]].iloc[0] if key in frame.index else None
     if row is None or (digits is None and pd.isna(row["n"])):
         return "n/a"
-    return estimate_cell(row["value"], row["low"], row["high"], digits, scale) if digits else f"{int(row['n']):,}"
+    return Estimate.of_row(row).cell(digits, scale) if digits else f"{int(row['n']):,}"
 
 
 def _grid(rows: pd.DataFrame, names: dict[str, tuple[str, Callable[[Any], str]]],
@@ -58,7 +58,7 @@ def _grid(rows: pd.DataFrame, names: dict[str, tuple[str, Callable[[Any], str]]]
     return [
         {**{head: name(k) for (head, name), k in zip(names.values(), keys, strict=False)}, "judge": keys[-1],
          "kind": _words("kinds", grp["kind"].iloc[0]),
-         **{head: _cell(grp.set_index(index), key, d, s) for head, key, d, s in cells}, "_keys": keys[:-1]}
+         **{head: _keyed_cell(grp.set_index(index), key, d, s) for head, key, d, s in cells}, "_keys": keys[:-1]}
         for keys, grp in rows.groupby([*names, "judge"], sort=False)
     ]  # fmt: skip
 
@@ -181,8 +181,8 @@ def _arena_correlation(c: Comparison) -> pd.DataFrame:
         return rows
     head = f"Pearson r(Q, AUC) {CI}"
     ours = [{"judge": judge, "kind": _words("kinds", grp["kind"].iloc[0]), "data": grp["data"].iloc[0],
-             head: _cell(r := grp[grp["source"] == "adjudicated"].set_index("metric"), "pearson_r_q_auc"),
-             "recommenders": _cell(r, "pearson_r_q_auc", None)}
+             head: _keyed_cell(r := grp[grp["source"] == "adjudicated"].set_index("metric"), "pearson_r_q_auc"),
+             "recommenders": _keyed_cell(r, "pearson_r_q_auc", None)}
             for judge, grp in rows.groupby("judge", sort=False)]  # fmt: skip
     paper = [{"judge": T("paper", judge=p.llm), "kind": "paper", "data": p.dataset, head: f"{p.r:.3f}",
               "recommenders": "4"}

@@ -5,7 +5,6 @@ people's labels says of them (:func:`reference_lines`, below); every number come
 
 from __future__ import annotations
 
-import functools
 import textwrap
 from collections.abc import Sequence
 from os import PathLike
@@ -42,8 +41,6 @@ __all__ = [
 T = chapter_text("prompt_selection")
 _NAMES: dict[str, str] = T.raw("names")  # as the paper names them
 _DASH = "—"
-#: an interval's cell stays on one line (split over lines, it misreads)
-_table = functools.partial(captioned, nowrap_intervals=True)
 #: per metric: its interval's columns in a summary row, the scale it is shown at, the paper's column
 _CI = {"mae": ("mae_lo", "mae_hi", 1, "mae"), "acc3": ("acc3_wilson_lo", "acc3_wilson_hi", 100, "accuracy_pct"),
        "kappa_qw": ("kappa_lo", "kappa_hi", 1, "")}  # fmt: skip
@@ -61,9 +58,10 @@ def _frame(key: str, *columns: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(dict(zip(T.raw(f"columns.{key}"), columns, strict=True)))  # headers: columns.<key>
 
 
-def _cell(r: pd.Series, metric: str = "mae", digits: int = 3) -> str:
+def _metric_cell(r: pd.Series, metric: str = "mae", digits: int = 3) -> str:
+    """A metric of a summary row with its interval: its bound columns and scale (percent) are :data:`_CI`'s."""
     lo, hi, scale, _ = _CI[metric]
-    return estimate_cell(r[metric], r[lo], r[hi], digits, scale)
+    return Estimate.of_row(r, metric, lo, hi).cell(digits, scale)
 
 
 def _diff(run: PromptSelectionRun, template: object) -> Estimate:  # MAE minus the best constant predictor's
@@ -194,7 +192,9 @@ def table1_side_by_side(summary: pd.DataFrame, paper: pd.DataFrame, ours: str = 
         printed = paper.pivot(index="template", columns="model", values=_CI[metric][3]).reindex(summary.index)
         for model in dict.fromkeys(paper["model"]):
             columns[(head, _paper(model))] = [_DASH if pd.isna(v) else f"{v:.{digits}f}" for v in printed[model]]
-        ours_cells = [_cell(r, metric, ours_digits) if r["n_parsed"] else NO_PARSED for _, r in summary.iterrows()]
+        ours_cells = [
+            _metric_cell(r, metric, ours_digits) if r["n_parsed"] else NO_PARSED for _, r in summary.iterrows()
+        ]
         columns[(head, T("ci_header", ours=ours))] = ours_cells
     columns[("", parsed)] = [f"{int(r.n_parsed)} / {int(r.n)}" for r in summary.itertuples()]
     return pd.DataFrame(columns, index=pd.Index([_name(t) for t in summary.index], name="template"))
@@ -208,7 +208,7 @@ def table1(run: PromptSelectionRun) -> Styler:
                 paper_n=f"{run.g_counts.loc['total', 'paper_pairs']:,}")  # fmt: skip
     if run.reference is not None:
         caption += f" This run's numbers are against {_people(run)}, not the data's g."
-    return _table(table1_side_by_side(run.summary, paper).reset_index(), caption)
+    return captioned(table1_side_by_side(run.summary, paper).reset_index(), caption, nowrap_intervals=True)
 
 
 def table1_notes(run: PromptSelectionRun) -> list[Callout]:
@@ -221,9 +221,9 @@ def baselines_table(run: PromptSelectionRun) -> Styler:
     """The constant predictors' MAE, 3-class accuracy and weighted kappa with their CIs."""
     b = run.baselines.astype(float)
     rows = [r for _, r in b.iterrows()]
-    table = _frame("baselines", list(b.index), [_cell(r) for r in rows], [_cell(r, "acc3", 1) for r in rows],
-                   [estimate_cell(v) for v in b["kappa_qw"]])  # fmt: skip
-    return _table(table, T("captions.baselines", n=len(run.eval_pairs)))
+    table = _frame("baselines", list(b.index), [_metric_cell(r) for r in rows],
+                   [_metric_cell(r, "acc3", 1) for r in rows], [estimate_cell(v) for v in b["kappa_qw"]])  # fmt: skip
+    return captioned(table, T("captions.baselines", n=len(run.eval_pairs)), nowrap_intervals=True)
 
 
 def agreement_table(run: PromptSelectionRun) -> Styler:
@@ -232,11 +232,11 @@ def agreement_table(run: PromptSelectionRun) -> Styler:
     table = _frame("agreement", [_name(t) for t in s.index],
                    [f"{int(r.n_parsed)} / {int(r.n)}" for r in s.itertuples()],
                    [estimate_cell(v, digits=0, scale=100.0) for v in s["unparsed_rate"]],
-                   [_cell(r, "kappa_qw", 2) for _, r in s.iterrows()],
+                   [_metric_cell(r, "kappa_qw", 2) for _, r in s.iterrows()],
                    [estimate_cell(v, digits=2) for v in s["mean_pred"]],
                    [", ".join(map(str, run.levels_used(str(t)))) or _DASH for t in s.index])  # fmt: skip
     against = f" (g: {_people(run)})" if run.reference is not None else ""
-    return _table(table, T("captions.agreement", mean_g=f"{run.mean_g:.2f}") + against)
+    return captioned(table, T("captions.agreement", mean_g=f"{run.mean_g:.2f}") + against, nowrap_intervals=True)
 
 
 def cost_table(run: PromptSelectionRun) -> Styler:
@@ -250,14 +250,15 @@ def tests_table(run: PromptSelectionRun) -> Styler:
     """The selected template against each other one on the same pairs: paired MAE difference and McNemar's test."""
     if run.selected is None:
         none = pd.DataFrame({"comparison": [T("captions.tests_none_row", why=NO_PARSED)]})
-        return _table(none, T("captions.tests_none"))
+        return captioned(none, T("captions.tests_none"), nowrap_intervals=True)
     rows = [[f"{_name(r['selected'])} vs {_name(r['other'])}", int(r["n both parsed"]),
              *([estimate_cell(r["MAE difference"], r["MAE diff low"], r["MAE diff high"]),
                 int(r["only selected right"]), int(r["only other right"]), f"{r['McNemar p']:.3f}",
                 f"{r['Holm-adjusted p']:.3f}"]
                if pd.notna(r.get("McNemar p")) else [_DASH] * 5)]  # fewer than two pairs: not tested
             for r in run.template_tests.to_dict("records")]  # fmt: skip
-    return _table(pd.DataFrame(rows, columns=T.raw("columns.tests") if rows else None), T("captions.tests"))
+    frame = pd.DataFrame(rows, columns=T.raw("columns.tests") if rows else None)
+    return captioned(frame, T("captions.tests"), nowrap_intervals=True)
 
 
 def logprob_table(run: PromptSelectionRun) -> Styler:
@@ -330,7 +331,7 @@ def selection_lines(run: PromptSelectionRun, path: object = None) -> list[str]:
     where, n, choice = f" -> {shown}" if path is not None else "", len(run.eval_pairs), run.paper_choice
     if run.selected is None:
         return [T("selection.none", health=health_sentence(_health(run)), where=where), T("selection.none_then")]
-    lines = [T("selection.selected", t=run.selected, cell=_cell(run.summary.loc[run.selected]), where=where)]
+    lines = [T("selection.selected", t=run.selected, cell=_metric_cell(run.summary.loc[run.selected]), where=where)]
     lines += [f"selected on {_people(run)} ({run.reference.source})"] if run.reference is not None else []
     lines += [T("selection.overlap", others=run.overlapping, n=n)] if run.overlapping else []
     return [*lines, T("selection.paper", t=choice.template, model=choice.model, mae=f"{choice.mae:.3f}")]
@@ -342,7 +343,7 @@ def verdict_lines(run: PromptSelectionRun) -> list[str]:
     head = T("verdict.head", judge=run.judge_name, data=run.data_label, n=len(run.eval_pairs), name=name,
              mae=f"{value:.3f}")  # fmt: skip
     return [head] + [
-        T("verdict.template", t=t, cell=_cell(r), relation=T(f"relation.{side(_diff(run, t), 0)}"),
+        T("verdict.template", t=t, cell=_metric_cell(r), relation=T(f"relation.{side(_diff(run, t), 0)}"),
           diff=_diff(run, t).cell(), kappa=estimate_cell(r["kappa_qw"]), unparsed=f"{100 * r['unparsed_rate']:.0f}",
           used=run.levels_used(str(t))) if r["n_parsed"] else T("verdict.nothing", t=t)
         for t, r in run.summary.iterrows()
@@ -371,7 +372,7 @@ def takeaways_items(run: PromptSelectionRun) -> list[str]:
     theirs = run.summary.reindex([choice.template]).iloc[0]  # NaN when this run left the paper's choice out
     paper = side(Estimate.of(*theirs[["mae", "mae_lo", "mae_hi"]]), choice.mae) if run.data.is_real else "standin"
     beside_paper = T(f"takeaways.paper.{paper}", t=_name(choice.template), mae=f"{choice.mae:.3f}", model=choice.model,
-                     judge=run.judge_name, cell=_cell(theirs, "mae", 2))  # fmt: skip
+                     judge=run.judge_name, cell=_metric_cell(theirs, "mae", 2))  # fmt: skip
     people: list[str] = []
     if run.reference is not None:  # not the data's g: the paper's Table 1 is set beside it in other words
         people = [f"Selected on people's labels, not the data's g: {_people(run)} ({run.reference.source})."]
@@ -379,10 +380,10 @@ def takeaways_items(run: PromptSelectionRun) -> list[str]:
     return [
         *people,
         *([T("takeaways.unusable", health=health_sentence(health))] if health.flagged else []),
-        _ranking_item(run, sel, _cell(r, "mae", 2)),
+        _ranking_item(run, sel, _metric_cell(r, "mae", 2)),
         T(f"takeaways.versus.{side(diff, 0)}", t=sel, constant=T("takeaways.constant", level=level, mae=f"{value:.2f}"),
           diff=diff.cell(2)),
-        T(f"takeaways.kappa.{side(kappa, 0)}", t=sel, cell=_cell(r, "kappa_qw", 2)),
+        T(f"takeaways.kappa.{side(kappa, 0)}", t=sel, cell=_metric_cell(r, "kappa_qw", 2)),
         beside_paper,
         sample_sentence(run),
     ]  # fmt: skip
@@ -394,7 +395,7 @@ def _paper_beside_people(run: PromptSelectionRun, theirs: pd.Series) -> str:
     return (
         f"The reference here is {_people(run)}, not the paper's Serendipity-2018 g: other people, other pairs, so this "
         f"run neither confirms nor refutes the paper's Table 1 ({_name(choice.template)} best, MAE {choice.mae:.3f} "
-        f"with {choice.model}); its {_name(choice.template)} MAE here: {_cell(theirs, 'mae', 2)}."
+        f"with {choice.model}); its {_name(choice.template)} MAE here: {_metric_cell(theirs, 'mae', 2)}."
     )
 
 

@@ -21,7 +21,7 @@ from recjudge_utils.judge.backends.sim import SIM_PREFIX, SimParameters
 from recjudge_utils.reporting.callouts import Callout, simulated_judge_note, stand_in_note
 from recjudge_utils.reporting.claims import Estimate, and_join, apart, side
 from recjudge_utils.reporting.figures import MARKERS, TRUTH_STYLE, done, forest_plot, grouped_bars, measured, palette
-from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.tables import captioned, text_table
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
@@ -61,12 +61,6 @@ def _panel(ax: Axes, key: str, x: Any, series: Sequence[Sequence[Any]], truth: A
     else:
         ax.plot(x, truth, **TRUTH_STYLE, label=_f(f"{key}.truth"))
     _labelled(ax, key, **v)
-
-
-def _table(key: str, rows: Sequence[Sequence[Any]], **values: Any) -> Styler:
-    heads = T.raw(f"columns.{key}")
-    heads = [T(f"columns.{key}.{h}", **values) for h in heads] if isinstance(heads, dict) else heads
-    return captioned(pd.DataFrame(list(rows), columns=heads), T(f"captions.{key}", sim=SIM_PREFIX, **values))
 
 
 def _ci(value: Any, low: Any = None, high: Any = None, pct: bool = False) -> str:
@@ -129,7 +123,7 @@ def noise(run: detect.DetectionRun) -> tuple[Figure, Styler]:
          _ci(r.kappa_qw, r.kappa_lo, r.kappa_hi)]
         for r in n.itertuples()
     ]  # fmt: skip
-    return done(fig), _table("noise", rows)
+    return done(fig), text_table(T, "captions.noise", "columns.noise", rows, sim=SIM_PREFIX)
 
 
 def _where(value: Any, low: Any, high: Any, reference: float, tolerance: float = 0.0) -> str:
@@ -151,7 +145,7 @@ def coverage(run: detect.DetectionRun) -> tuple[Figure, Styler]:
          T(f"cells.nominal.{_where(r.coverage, r.coverage_lo, r.coverage_hi, 0.95)}"), f"{r.mean_width:.3f}"]
         for r in c.itertuples()
     ]  # fmt: skip
-    return done(fig), _table("coverage", rows)
+    return done(fig), text_table(T, "captions.coverage", "columns.coverage", rows, sim=SIM_PREFIX)
 
 
 def separation(run: detect.DetectionRun) -> tuple[Figure, Styler]:
@@ -169,7 +163,7 @@ def separation(run: detect.DetectionRun) -> tuple[Figure, Styler]:
     ax.legend(fontsize=8, loc="lower right")
     rows = [[f"{r.n:,}", _ci(r.power, r.power_lo, r.power_hi, True), f"{100 * r.power_statsmodels:.1f}"]
             for r in t.itertuples()]  # fmt: skip
-    return done(fig), _table("separation", rows)
+    return done(fig), text_table(T, "captions.separation", "columns.separation", rows, sim=SIM_PREFIX)
 
 
 def _q(row: Any) -> str:
@@ -194,7 +188,9 @@ def arena(run: detect.DetectionRun) -> tuple[Figure, Styler]:
     for b, grp in a[a["protocol"] != "truth"].groupby("bias", sort=True):
         single, adj = (grp.set_index("protocol").loc[p] for p in detect.ARENA_PROTOCOLS)
         rows.append([f"{b:g}", f"{100 * single['win_rate']:.1f}", f"{100 * adj['win_rate']:.1f}", _q(single), _q(adj)])
-    return done(fig), _table("arena", rows, true_q=_ci(a.attrs["true_q"]))
+    return done(fig), text_table(
+        T, "captions.arena", "columns.arena", rows, sim=SIM_PREFIX, true_q=_ci(a.attrs["true_q"])
+    )
 
 
 def saer(run: detect.DetectionRun) -> tuple[Figure, Styler, Styler]:
@@ -214,7 +210,11 @@ def saer(run: detect.DetectionRun) -> tuple[Figure, Styler, Styler]:
     ]
     consistency = [[f"{r.bias:g}", _ci(r.consistency, r.lo, r.hi, True), f"{100 * r.expected:.1f}"]
                    for r in cons.itertuples()]  # fmt: skip
-    return done(fig), _table("detection", detection), _table("consistency", consistency)
+    return (
+        done(fig),
+        text_table(T, "captions.detection", "columns.detection", detection, sim=SIM_PREFIX),
+        text_table(T, "captions.consistency", "columns.consistency", consistency, sim=SIM_PREFIX),
+    )
 
 
 def adjudication(run: detect.DetectionRun) -> tuple[Figure, Styler, Styler]:
@@ -271,7 +271,11 @@ def reevaluation(run: detect.DetectionRun) -> tuple[Figure, Figure, Styler]:
          _users(r.users_p_ser, largest)]
         for r in table.itertuples()
     ]  # fmt: skip
-    return done(gaps), done(ordering), _table("reevaluation", rows, k=k, a=a, b=b)
+    return (
+        done(gaps),
+        done(ordering),
+        text_table(T, "captions.reevaluation", "columns.reevaluation", rows, sim=SIM_PREFIX, k=k, a=a, b=b),
+    )
 
 
 def panels(run: detect.DetectionRun) -> tuple[Figure, Styler]:
@@ -280,15 +284,15 @@ def panels(run: detect.DetectionRun) -> tuple[Figure, Styler]:
     x = pd.concat([p.assign(label=_f(f"panels.{m}"), value=p[m], low=p[f"{m}_lo"], high=p[f"{m}_hi"]) for m in _PANEL])
     fig = forest_plot(x, group="condition", xlabel=_f("panels.x"), reference=0.0, reference_label=_f("panels.zero"))
     fig.axes[0].set_title(_f("panels.title"), fontsize=10)
-    cells = [[r["condition"], *(Estimate.of(r[m], r[f"{m}_lo"], r[f"{m}_hi"]).cell(*d) for m, d in _PANEL.items()),
+    cells = [[r["condition"], *(Estimate.of_row(r, m).cell(*d) for m, d in _PANEL.items()),
               T("cells.calls", calls=f"{r['calls']:,}", x=f"{r['cost_multiple']:.1f}")]
              for r in p.to_dict("records")]  # fmt: skip
-    return done(fig), _table("panels", cells)
+    return done(fig), text_table(T, "captions.panels", "columns.panels", cells, sim=SIM_PREFIX)
 
 
 def _panel_takeaways(run: detect.DetectionRun) -> list[str]:
     p, (one, ind, shared) = run.panels.set_index("condition"), detect.PANEL_CONDITIONS
-    e = {(c, m): Estimate.of(r[m], r[f"{m}_lo"], r[f"{m}_hi"], _f(f"panels.{m}")) for c, r in p.iterrows()
+    e = {(c, m): Estimate.of_row(r, m, name=_f(f"panels.{m}")) for c, r in p.iterrows()
          for m in _PANEL}  # fmt: skip
     vs = {k: "overlap" if not apart(x, e[one, k[1]]) else "above" if x.value > e[one, k[1]].value else "below"
           for k, x in e.items()}  # fmt: skip

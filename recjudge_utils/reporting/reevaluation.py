@@ -66,7 +66,7 @@ def _name(rs: object) -> str:
 
 
 def _estimate(row: pd.Series, m: str) -> Estimate:
-    return Estimate.of(row[m], row[f"{m}_lo"], row[f"{m}_hi"], _name(row["rs"]))
+    return Estimate.of_row(row, m, name=_name(row["rs"]))
 
 
 def _users(summary: pd.DataFrame, m: str) -> int:

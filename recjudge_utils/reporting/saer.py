@@ -1,6 +1,6 @@
 """What chapter 4 shows about a SAER run: Tables 1-3 beside the paper's, figures, agreement, time and cost, notes,
 takeaways and the kappa exercise. The words are ``text/saer.yaml``; every number (the paper's Wilson intervals too)
-comes from :class:`~recjudge_utils.experiments.saer.SaerRun` (or ``kappa_by_hand``)."""
+comes from :class:`~recjudge_utils.experiments.saer.SaerRun` (or :mod:`~recjudge_utils.experiments.kappa_exercise`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pandas.io.formats.style import Styler
 from recjudge_utils.answer_formats.saer_fields import CATEGORIES
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import saer as ex
+from recjudge_utils.experiments.kappa_exercise import KappaByHand
 from recjudge_utils.experiments.saer import ALGORITHMS, ORDER_OUTCOMES, SaerRun
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.paper_tables import paper_table
@@ -28,7 +29,7 @@ from recjudge_utils.reporting.cells import estimate_cell
 from recjudge_utils.reporting.claims import Estimate, apart, leader, side
 from recjudge_utils.reporting.figures import done, forest_plot, palette, stacked_bars, whisker
 from recjudge_utils.reporting.judge_saw import JudgeUse, judge_saw_lines, saer_use
-from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.tables import captioned, text_table
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
@@ -43,18 +44,13 @@ T = chapter_text("saer")
 _HATCHES = ("..", "//", "xx", "\\\\", "++")
 
 
-def _cell(value: object, low: object = None, high: object = None) -> str:
-    return estimate_cell(value, low, high, digits=1)
-
-
 def _share(row: Any, stem: str, name: str = "") -> Estimate:
     """One outcome's share from a run frame's row: ``<stem>_%``, ``_lo``, ``_hi``."""
-    return Estimate.of(row[f"{stem}_%"], row[f"{stem}_lo"], row[f"{stem}_hi"], name)
+    return Estimate.of_row(row, f"{stem}_%", f"{stem}_lo", f"{stem}_hi", name)
 
 
 def _paper(run: SaerRun, measure: str) -> Estimate:
-    p = run.paper.loc[measure]
-    return Estimate.of(p["value"], p["low"], p["high"])
+    return Estimate.of_row(run.paper.loc[measure])
 
 
 def _of(count: Any, n: Any, cell: str | None = None) -> str:
@@ -62,11 +58,9 @@ def _of(count: Any, n: Any, cell: str | None = None) -> str:
     return T("labels.count", count=int(count), n=int(n)) + (f": {cell}" if cell is not None else "")
 
 
-def _table(run: SaerRun, key: str, rows: list[Any], columns: list[str] | None = None, digits: int = 1, **kw: Any
-           ) -> Styler:  # fmt: skip
-    """``rows`` under the headers ``columns.<key>``, captioned ``captions.<key>`` (the run's title and data given)."""
-    frame = pd.DataFrame(rows, columns=columns or T.raw(f"columns.{key}"))
-    return captioned(frame, T(f"captions.{key}", title=run.title_suffix, data=run.data_label, **kw), precision=digits)
+def _titles(run: SaerRun) -> dict[str, Any]:
+    """What every run table's caption names: the run's title and its data."""
+    return {"title": run.title_suffix, "data": run.data_label}
 
 
 def _note(title: str, lines: list[str]) -> Callout:
@@ -87,13 +81,13 @@ def data_notes(dataset: Dataset) -> list[Callout]:
 def substitutions_table(dataset: Dataset) -> Styler:
     """SAER's context fields and what this run uses instead (named substitutes)."""
     rows = list(substitutions(dataset.domain).items())
-    return captioned(pd.DataFrame(rows, columns=T.raw("columns.substitutions")),
-                     T("captions.substitutions", data=dataset.display_label))  # fmt: skip
+    return text_table(T, "captions.substitutions", "columns.substitutions", rows, data=dataset.display_label)
 
 
 def customers_table(run: SaerRun) -> Styler:
     """The sampled customers: id, number of interactions and engagement stratum."""
-    return _table(run, "customers", run.panel.customers[["user", "n_interactions", "engagement"]].to_numpy().tolist())
+    customers = run.panel.customers[["user", "n_interactions", "engagement"]].to_numpy().tolist()
+    return text_table(T, "captions.customers", "columns.customers", customers, **_titles(run))
 
 
 def context_note(run: SaerRun) -> Callout:
@@ -133,11 +127,11 @@ def table1(run: SaerRun) -> Styler:
     lists = {alg: T("labels.lists", algorithm=alg, n=int(r["n_parsed"]), unparsed=int(r["n_unparsed"]))
              for alg, r in run.labels.groupby("algorithm").first().iterrows()}  # fmt: skip
     rows = [
-        (lists[r.algorithm], r.category, _cell(r.pct, r.low, r.high),
+        (lists[r.algorithm], r.category, estimate_cell(r.pct, r.low, r.high, digits=1),
          *paper.loc[(r.algorithm, r.category), ["saer_pct", "human_a_pct", "human_b_pct"]])
         for r in run.labels.itertuples(index=False)
     ]  # fmt: skip
-    return _table(run, "table1", rows)
+    return text_table(T, "captions.table1", "columns.table1", rows, **_titles(run))
 
 
 def flagged_summary(run: SaerRun) -> Styler:
@@ -148,7 +142,9 @@ def flagged_summary(run: SaerRun) -> Styler:
          "; ".join(T("labels.flagged_item", title=title(i), count=c) for i, c in r.most) or "-")
         for r in run.flagged.rename(columns={"flagged_%": "flagged_pct"}).itertuples(index=False)
     ]  # fmt: skip
-    return _table(run, "flagged", rows, digits=2, version=run.config.main_version)
+    return text_table(
+        T, "captions.flagged", "columns.flagged", rows, precision=2, version=run.config.main_version, **_titles(run)
+    )
 
 
 def plot_label_shares(run: SaerRun) -> Figure:
@@ -186,27 +182,28 @@ def table2(run: SaerRun) -> Styler:
     rows: list[tuple[Any, ...]] = []
 
     def theirs(verdicts: str, ref: Any) -> tuple[Any, ...]:
-        return (verdicts, T("paper"), str(int(ref["n"])), *(_cell(ref[f"{k}_pct"]) for k in keys))
+        return (verdicts, T("paper"), str(int(ref["n"])), *(estimate_cell(ref[f"{k}_pct"], digits=1) for k in keys))
 
     for (_, r), verdicts, scope in zip(run.verdicts.iterrows(), T.raw("labels.verdicts"),
                                        ("SAER Raw", "SAER Adjudicated"), strict=True):  # fmt: skip
         rows.append((verdicts, T("ours"), _of(r["n_parsed"], r["n_parsed"] + r["n_unparsed"]),
                      *(_share(r, k).cell(1) for k in keys)))  # fmt: skip
         rows.append(theirs(verdicts, paper.loc[scope]))
-    return _table(run, "table2", [*rows, theirs(T("labels.human_merged"), paper.loc["Human Merged"])])
+    rows.append(theirs(T("labels.human_merged"), paper.loc["Human Merged"]))
+    return text_table(T, "captions.table2", "columns.table2", rows, **_titles(run))
 
 
 def consistency_table(run: SaerRun) -> Styler:
     """Position consistency, answers naming Set 1 and unparsed pairwise answers, ours beside the paper's."""
     cons, first, raw = run.position.loc["position consistency"], run.position.loc["named Set 1"], run.verdicts.iloc[0]
-    ours = [_of(r["count"], r["n"], _cell(r["pct"], r["low"], r["high"])) for r in (cons, first)]
+    ours = [_of(r["count"], r["n"], estimate_cell(r["pct"], r["low"], r["high"], digits=1)) for r in (cons, first)]
     paper = run.paper.loc["position consistency"]
     rows = [
         (T("consistency.consistent"), ours[0], _of(paper["count"], paper["n"], f"{paper['value']:.1f}")),
         (T("consistency.first"), ours[1], T("not_reported")),
         (T("consistency.unparsed"), _of(raw["n_unparsed"], raw["n_parsed"] + raw["n_unparsed"]), T("not_reported")),
     ]
-    return _table(run, "consistency", rows)
+    return text_table(T, "captions.consistency", "columns.consistency", rows, **_titles(run))
 
 
 def plot_position(run: SaerRun) -> Figure:
@@ -245,15 +242,17 @@ def table3(run: SaerRun) -> Styler:
 
     def theirs(label: str, key: str, ref: Any) -> tuple[Any, ...]:
         pairs = str(int(run.paper.loc[f"adversarial correct, {key}", "n"]))
-        return (label, T("paper"), pairs, *(_cell(ref[f"{o}_pct"]) for o in OUTCOMES), T("not_reported"))
+        shares = (estimate_cell(ref[f"{o}_pct"], digits=1) for o in OUTCOMES)
+        return (label, T("paper"), pairs, *shares, T("not_reported"))
 
     for _, r in run.detection.iterrows():
         version = _version_label(str(r["prompt_version"]))
         judged = _of(r["n_parsed"], r["n_parsed"] + r["n_unparsed"])
-        rows.append((version, T("ours"), judged, *(_share(r, o).cell(1) for o in OUTCOMES), _cell(r["chose_Set_1_%"])))
+        shares = (_share(r, o).cell(1) for o in OUTCOMES)
+        rows.append((version, T("ours"), judged, *shares, estimate_cell(r["chose_Set_1_%"], digits=1)))
         rows.append(theirs(version, r["prompt_version"], paper_v.loc[r["prompt_version"]]))
     rows += [theirs(h["evaluator"], h["evaluator"], h) for _, h in paper.loc[paper["prompt_version"].isna()].iterrows()]
-    return _table(run, "table3", rows)
+    return text_table(T, "captions.table3", "columns.table3", rows, **_titles(run))
 
 
 def plot_detection(run: SaerRun) -> Figure:
@@ -291,21 +290,22 @@ def agreement_table(run: SaerRun) -> Styler:
     """Raw agreement and weighted kappa (bootstrap intervals) between this run's labelers, then the paper's rows."""
     rows = [
         (r.task, T("ours"), f"{r.labeler_a} vs {r.labeler_b}".replace("order: ", ""), str(int(r.n_both_parsed)),
-         _cell(r.raw, r.raw_lo, r.raw_hi), estimate_cell(r.kappa_w, r.kappa_lo, r.kappa_hi, digits=2))
+         estimate_cell(r.raw, r.raw_lo, r.raw_hi, digits=1), estimate_cell(r.kappa_w, r.kappa_lo, r.kappa_hi, digits=2))
         for r in run.agreements.rename(columns={"raw_agreement_%": "raw"}).itertuples(index=False)
     ]  # fmt: skip
     metrics = paper_table("saer_metrics").set_index("metric")["value"]
     comparisons = str(int(run.paper.loc["position consistency", "n"]))
     rows += [
-        (task, T("paper"), labelers, cases or comparisons, _cell(metrics[f"{stem}_agree"]),
+        (task, T("paper"), labelers, cases or comparisons, estimate_cell(metrics[f"{stem}_agree"], digits=1),
          estimate_cell(metrics[f"{stem}_kappa_w"], digits=2))
         for task, stem, labelers, cases in T.raw("agreement_paper")
     ]  # fmt: skip
-    return _table(run, "agreement", rows)
+    return text_table(T, "captions.agreement", "columns.agreement", rows, **_titles(run))
 
 
-def kappa_exercise(k: ex.KappaByHand) -> Callout:
-    """The weighted-kappa exercise with :func:`~recjudge_utils.experiments.saer.kappa_by_hand`'s worked solution."""
+def kappa_exercise(k: KappaByHand) -> Callout:
+    """The weighted-kappa exercise with :func:`~recjudge_utils.experiments.kappa_exercise.kappa_by_hand`'s worked
+    solution."""
     solution = T(
         "kappa.solution", codes_a=k.codes_a, codes_b=k.codes_b, costs=k.costs, observed=f"{k.observed:.2f}",
         shares_a=np.round(k.shares_a, 2).tolist(), shares_b=np.round(k.shares_b, 2).tolist(),
@@ -333,7 +333,7 @@ def time_cost(run: SaerRun) -> Styler:
         (T("time.latency"), T("time.all_cached") if np.isnan(c.per_call_s) else f"{c.per_call_s:.2f} s", nr),
         (T("time.extrapolated", calls=ex.PAPER_CALLS), extrapolated, T("time.extrapolated_paper")),
     ]
-    return _table(run, "time_cost", rows)
+    return text_table(T, "captions.time_cost", "columns.time_cost", rows, **_titles(run))
 
 
 def unparsed_summary(run: SaerRun) -> Styler:
@@ -343,13 +343,13 @@ def unparsed_summary(run: SaerRun) -> Styler:
          "-" if pd.isna(r.raw) else r.raw[:160].replace("\n", " "))
         for r in run.answers.itertuples(index=False)
     ]  # fmt: skip
-    return _table(run, "unparsed", rows)
+    return text_table(T, "captions.unparsed", "columns.unparsed", rows, **_titles(run))
 
 
 def copied_table(run: SaerRun) -> Styler:
     """Per task and prompt version: parsed answers repeating a few-shot answer verbatim (:attr:`SaerRun.copied`)."""
     columns = [*T.raw("columns.copied"), T("columns.copied_last", n=ex.COPY_MIN_CHARS)]
-    return _table(run, "copied", run.copied.to_numpy().tolist(), columns)
+    return text_table(T, "captions.copied", columns, run.copied.to_numpy().tolist(), **_titles(run))
 
 
 def _observations(run: SaerRun) -> list[str]:
@@ -404,14 +404,14 @@ def takeaways_items(run: SaerRun) -> list[str]:
         return [T("takeaways.nothing", health=health_sentence(health))]
     out = [T("takeaways.flagged", health=health_sentence(health))] if health.flagged else []
     good = run.labels.loc[run.labels["category"] == CATEGORIES[0]].set_index("algorithm")
-    shares = [Estimate.of(r["pct"], r["low"], r["high"], alg) for alg, r in good.loc[list(ALGORITHMS)].iterrows()]
+    shares = [Estimate.of_row(r, "pct", "low", "high", alg) for alg, r in good.loc[list(ALGORITHMS)].iterrows()]
     if all(s.known for s in shares):
         out.append(_two_shares(T("takeaways.good"), shares, [_paper(run, f"Good Match, {a}") for a in ALGORITHMS]))
     if (adj := run.verdicts.iloc[1])["n_parsed"]:
         wins = [_share(adj, k, alg) for k, alg in zip(("cooccurrence_win", "embedding_win"), ALGORITHMS, strict=True)]
         out.append(_two_shares(T("takeaways.wins"), wins, [_paper(run, f"adjudicated {a} wins") for a in ALGORITHMS]))
     if (cons := run.position.loc["position consistency"])["n"]:
-        ours, paper = Estimate.of(cons["pct"], cons["low"], cons["high"]), _paper(run, "position consistency")
+        ours, paper = Estimate.of_row(cons, "pct", "low", "high"), _paper(run, "position consistency")
         p = run.paper.loc["position consistency"]
         where = ("below" if ours.value < paper.value else "above") if apart(ours, paper) else "overlap"
         verdict = T(f"takeaways.consistency_{where}", judge=T("paper_judge"))

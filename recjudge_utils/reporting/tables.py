@@ -1,8 +1,11 @@
 """Tables for people (headers in words, an estimate and its interval in one cell, no index): one way to caption a
-frame, one way to say a table is empty, the judge's usage table. Machines read the run's frames and ``results.json``.
+frame (:func:`captioned`), one way to lay out rows under a chapter's headers and caption (:func:`text_table`), one way
+to say a table is empty, the judge's usage table. Machines read the run's frames and ``results.json``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 from pandas.io.formats.style import Styler
@@ -10,8 +13,9 @@ from pandas.io.formats.style import Styler
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.reporting.callouts import Callout
 from recjudge_utils.reporting.cells import usage_cells
+from recjudge_utils.reporting.text import ChapterText
 
-__all__ = ["captioned", "shown", "usage_footer", "usage_table_for_people"]
+__all__ = ["captioned", "shown", "text_table", "usage_footer", "usage_table_for_people"]
 
 _SPACED = [
     {"selector": "th", "props": "padding: 0.2em 0.8em;"},
@@ -37,6 +41,24 @@ def captioned(
     if nowrap_intervals and intervals:
         styler = styler.set_properties(subset=intervals, **{"white-space": "nowrap"})
     return styler.set_table_styles(_SPACED, overwrite=False) if spaced else styler
+
+
+def text_table(
+    text: ChapterText,
+    caption: str,
+    columns: str | Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    precision: int = 1,
+    **values: object,
+) -> Styler:
+    """``rows`` under a chapter's headers, captioned (:func:`captioned`): ``caption`` and ``columns`` are keys of the
+    chapter's text (``columns`` may be the headers themselves); the caption, and headers kept as a mapping of
+    templates, are rendered with ``values``."""
+    heads = text.raw(columns) if isinstance(columns, str) else list(columns)
+    if isinstance(heads, dict):
+        heads = [text(f"{columns}.{h}", **values) for h in heads]
+    return captioned(pd.DataFrame(list(rows), columns=heads), text(caption, **values), precision=precision)
 
 
 def shown(frame: pd.DataFrame, caption: str, empty: str = "no run has results for this table yet") -> Styler | Callout:

@@ -61,10 +61,6 @@ def _rename(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns={c: COLUMNS.get(c, c) for c in frame.columns})
 
 
-def _cell(row: pd.Series | dict[str, object], value: str = "value", low: str = "low", high: str = "high") -> str:
-    return estimate_cell(row[value], row[low], row[high], digits=2)
-
-
 def _whose(v: JudgeValidation, caption: str) -> str:
     """A caption naming whose labels its numbers rest on when they are SIMULATED annotators'."""
     return f"{caption} · {T('simulated_caption')}" if v.simulated else caption
@@ -128,7 +124,7 @@ def sample_table(v: JudgeValidation) -> Styler:
 
 
 def _agreement_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.assign(estimate=[_cell(r) for _, r in frame.iterrows()])
+    out = frame.assign(estimate=[Estimate.of_row(r).cell(2) for _, r in frame.iterrows()])
     return _rename(out[["scope", "statistic", "between", "estimate", "n"]])
 
 
@@ -149,15 +145,9 @@ def _kappas(v: JudgeValidation) -> tuple[Estimate | None, list[Estimate], list[E
     kappa = v.judge[v.judge["statistic"] == _KAPPA]
     overall = kappa[kappa["scope"] == ALL_SYSTEMS]
     first = None if overall.empty else overall.iloc[0]
-    judge = None if first is None else Estimate.of(first["value"], first["low"], first["high"], ALL_SYSTEMS)
-    people = [
-        Estimate.of(r["value"], r["low"], r["high"], r["between"])
-        for _, r in v.human[v.human["statistic"] == _KAPPA].iterrows()
-    ]
-    per_system = [
-        Estimate.of(r["value"], r["low"], r["high"], r["scope"])
-        for _, r in kappa[kappa["scope"] != ALL_SYSTEMS].iterrows()
-    ]
+    judge = None if first is None else Estimate.of_row(first, name=ALL_SYSTEMS)
+    people = [Estimate.of_row(r, name=r["between"]) for _, r in v.human[v.human["statistic"] == _KAPPA].iterrows()]
+    per_system = [Estimate.of_row(r, name=r["scope"]) for _, r in kappa[kappa["scope"] != ALL_SYSTEMS].iterrows()]
     return judge, people, per_system
 
 
@@ -248,9 +238,9 @@ def estimates_table(v: JudgeValidation) -> Styler:
             "system": e["system"],
             "n_judged": e["n_judged"].astype(int),
             "n_labelled": e["n_labelled"].astype(int),
-            "human": [_cell(r, "human", "human_low", "human_high") for _, r in e.iterrows()],
+            "human": [Estimate.of_row(r, "human", "human_low", "human_high").cell(2) for _, r in e.iterrows()],
             "judge": [estimate_cell(x, digits=2) for x in e["judge"]],
-            "ppi": [_cell(r, "ppi", "ppi_low", "ppi_high") for _, r in e.iterrows()],
+            "ppi": [Estimate.of_row(r, "ppi", "ppi_low", "ppi_high").cell(2) for _, r in e.iterrows()],
         }
     )
     if v.simulated:
@@ -467,7 +457,7 @@ def ratings_table(v: JudgeValidation) -> Styler | MySTText:
         {
             "statistic": t["statistic"],
             "answer": t["what"],
-            "estimate": [_cell(row) for _, row in t.iterrows()],
+            "estimate": [Estimate.of_row(row).cell(2) for _, row in t.iterrows()],
             "n": t["n"].astype(int),
         }
     )
@@ -482,7 +472,7 @@ def ratings_sentences(v: JudgeValidation) -> MySTText:
         return myst(T("ratings.why_not", why=r.why_not) if isinstance(r, RatingsComparison) and len(r.table) else "")
     sentences = []
     for _, row in r.table[r.table["statistic"].str.startswith("Spearman")].iterrows():
-        rho = Estimate.of(row["value"], row["low"], row["high"])
+        rho = Estimate.of_row(row)
         what = str(row["what"]).split(" (")[0]
         key = {"above": "rises", "below": "falls", "contains": "flat", "none": None}[side(rho, 0.0)]
         if key:  # an undefined rho: the result's notes say why

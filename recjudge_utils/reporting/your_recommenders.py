@@ -18,6 +18,7 @@ from recjudge_utils.data import Dataset
 from recjudge_utils.experiments.your_recommenders import OFFLINE, Recovery, YourRecommendersRun, cost_at_scale
 from recjudge_utils.judge.records import AnswerHealth
 from recjudge_utils.lists import RecommendationLists
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.protocols.context.saer import saer_variant
 from recjudge_utils.protocols.saer import SaerPointwise
 from recjudge_utils.reporting.answer_health import unanswerable_warning
@@ -25,7 +26,7 @@ from recjudge_utils.reporting.callouts import Callout, MySTText, myst
 from recjudge_utils.reporting.claims import Estimate, leader, side
 from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
 from recjudge_utils.reporting.judge_saw import JudgeUse, arena_use, judge_saw, saer_use, serendipity_use
-from recjudge_utils.reporting.tables import captioned
+from recjudge_utils.reporting.tables import captioned, text_table
 from recjudge_utils.reporting.text import chapter_text
 
 __all__ = [
@@ -46,24 +47,15 @@ SHORT: dict[str, str] = T.raw("short")
 _MIN_USERS_FOR_CLAIMS = 10
 
 
-def _table(key: str, rows: Sequence[Sequence[object]], precision: int = 1, **values: object) -> Styler:
-    """``rows`` under the headers ``<key>.columns``, captioned ``<key>.caption``."""
-    return captioned(pd.DataFrame(rows, columns=T.raw(f"{key}.columns")), T(f"{key}.caption", **values), precision)
-
-
-def _cell(run: YourRecommendersRun, measure: str, system: str, users: int | None = None) -> str:
+def _summary_cell(run: YourRecommendersRun, measure: str, system: str, users: int | None = None) -> str:
     """``mean [CI]``, with ``(n=..)`` when the users behind it are not ``users`` (the caption's); a judged measure
     without a value says so (never filled in), an offline one reads n/a."""
     part = run.summary[run.summary["measure"] == measure].set_index("system")
     r = part.loc[system] if system in part.index else pd.Series({"mean": np.nan, "n": 0})
     if Estimate.of(r["mean"]).known:
-        cell = Estimate.of(r["mean"], r["low"], r["high"]).cell()
+        cell = Estimate.of_row(r, "mean", "low", "high").cell()
         return cell if users is not None and int(r["n"]) == users else T("cells.estimate", cell=cell, n=int(r["n"]))
     return T("cells.na") if measure in OFFLINE else T("cells.no_parsed", n=int(r["n"]))
-
-
-def _tau(r: Any, na: str) -> str:
-    return Estimate.of(r.tau, r.low, r.high).cell(2) if pd.notna(r.tau) else T(na)
 
 
 def lists_table(lists: RecommendationLists) -> Styler:
@@ -85,8 +77,8 @@ def plan_text(calls: dict[str, int], protocols: Sequence[str], n_systems: int, n
 
 
 def _system_table(run: YourRecommendersRun, headers: dict[str, str], caption: str, users: int | None = None) -> Styler:
-    """One row per system, one :func:`_cell` per measure (``headers``: measure -> column header)."""
-    cells = {h: [_cell(run, m, s, users) for s in run.panel.systems] for m, h in headers.items()}
+    """One row per system, one :func:`_summary_cell` per measure (``headers``: measure -> column header)."""
+    cells = {h: [_summary_cell(run, m, s, users) for s in run.panel.systems] for m, h in headers.items()}
     return captioned(pd.DataFrame({"system": run.panel.systems, **cells}), caption, nowrap_intervals=True)
 
 
@@ -148,7 +140,9 @@ def unparsed_table(run: YourRecommendersRun, examples: int = 2) -> Styler | MyST
     """Per protocol and reason: the answers that could not be read (never filled in), with a few raw answers."""
     rows = [[r.protocol, T("unparsed.answers", bad=r.bad, total=r.total), r.reason[:200] or T("unparsed.no_reason"),
              " | ".join(r.raw) or T("unparsed.no_raw")] for r in run.unparsed(examples).itertuples()]  # fmt: skip
-    return _table("unparsed", rows, precision=0) if rows else myst(T("unparsed.none"))
+    return (
+        text_table(T, "unparsed.caption", "unparsed.columns", rows, precision=0) if rows else myst(T("unparsed.none"))
+    )
 
 
 def health_notes(run: YourRecommendersRun) -> list[Callout]:
@@ -169,13 +163,6 @@ def win_matrix(run: YourRecommendersRun) -> Styler | MySTText:
     return captioned(cells.rename_axis("").reset_index(), T("wins.caption"))
 
 
-def _number(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def q_table(run: YourRecommendersRun) -> Styler | MySTText:
     """Arena in the paper's terms: per pair, Win/Tie/Lose %, Q with its CI, beside the share of points the Arena
     column averages (the two can order systems differently: the caption says so)."""
@@ -187,7 +174,7 @@ def q_table(run: YourRecommendersRun) -> Styler | MySTText:
          Estimate.of(r.Q, r.Q_lo, r.Q_hi).cell(2), f"{r.share:.2f}" if pd.notna(r.share) else "-"]
         for r in q.itertuples(index=False)
     ]  # fmt: skip
-    return _table("q", rows, precision=0)
+    return text_table(T, "q.caption", "q.columns", rows, precision=0)
 
 
 def tournament_table(run: YourRecommendersRun) -> Styler | MySTText:
@@ -201,7 +188,9 @@ def tournament_table(run: YourRecommendersRun) -> Styler | MySTText:
         return myst(T("tournament.ties_only", n=fit.attrs["n"]))
     # rounded before the sign is written: no "-0.00"
     rows = [[int(r.rank), r.system, f"{round(r.log_strength, 2) + 0.0:+.2f}"] for r in fit.itertuples(index=False)]
-    return _table("tournament", rows, precision=0, nu=f"{fit.attrs['nu']:.2f}", n=fit.attrs["n"])
+    return text_table(
+        T, "tournament.caption", "tournament.columns", rows, precision=0, nu=f"{fit.attrs['nu']:.2f}", n=fit.attrs["n"]
+    )
 
 
 def missingness_sentences(run: YourRecommendersRun) -> list[str]:
@@ -225,9 +214,9 @@ def tau_table(run: YourRecommendersRun) -> Styler:
     claims: dict[str, str] = T.raw("taus.claims")
     rows = []
     for r in run.taus.to_dict("records"):
-        ceiling = min(_number(r.get("reliability_a")), _number(r.get("reliability_b")))
-        tau_ap = _number(r.get("tau_ap"))
-        decided = _number(r.get("tau_decided"))
+        ceiling = min(number_or_nan(r.get("reliability_a")), number_or_nan(r.get("reliability_b")))
+        tau_ap = number_or_nan(r.get("tau_ap"))
+        decided = number_or_nan(r.get("tau_decided"))
         on_decided = (
             T("taus.decided", tau=f"{decided:.2f}", pairs=int(r["pairs_decided"])) if math.isfinite(decided) else "-"
         )
@@ -238,11 +227,13 @@ def tau_table(run: YourRecommendersRun) -> Styler:
     systems = int(run.taus["n_systems"].max()) if len(run.taus) else 0
     users = int(run.taus["n_users"].max()) if len(run.taus) else 0
     kept = int(run.taus["n_boot"].min()) if len(run.taus) else 0
-    return _table("taus", rows, precision=0, users=users, systems=systems, kept=kept, boot=run.config.n_boot)
+    return text_table(T, "taus.caption", "taus.columns", rows, precision=0, users=users, systems=systems, kept=kept,
+                      boot=run.config.n_boot)  # fmt: skip
 
 
-def _tau_cell(r: dict[str, Any], na: str) -> str:
-    return Estimate.of(r["tau"], r["low"], r["high"]).cell(2) if pd.notna(r["tau"]) else T(na)
+def _tau_cell(r: Mapping[str, Any], na: str) -> str:
+    """A tau with its CI, or the words ``na`` when tau is undefined (a measure constant over the systems)."""
+    return Estimate.of_row(r, "tau", "low", "high").cell(2) if pd.notna(r["tau"]) else T(na)
 
 
 def agreement_figure(run: YourRecommendersRun) -> Figure:
@@ -269,7 +260,8 @@ def separation_table(run: YourRecommendersRun) -> Styler:
                  else T("separation.count", separated=r.separated, pairs=r.pairs))  # fmt: skip
         which = "; ".join(T("separation.higher", higher=h, lower=low) for h, low in r.which) or T("separation.none")
         rows.append([NAMES[str(m)], count, which])
-    return _table("separation", rows, precision=0, users=len(run.panel.users), pairs=run.system_pairs)
+    return text_table(T, "separation.caption", "separation.columns", rows, precision=0, users=len(run.panel.users),
+                      pairs=run.system_pairs)  # fmt: skip
 
 
 def baseline_table(run: YourRecommendersRun) -> Styler | MySTText:
@@ -294,7 +286,8 @@ def baseline_table(run: YourRecommendersRun) -> Styler | MySTText:
     ]  # fmt: skip
     family = int(tests["family"].iloc[0])
     level = f"{100 * (1 - 0.05 / family):.1f}"
-    return _table("tests", rows, precision=3, baseline=baseline, users=users, level=level, family=family)
+    return text_table(T, "tests.caption", "tests.columns", rows, precision=3, baseline=baseline, users=users,
+                      level=level, family=family)  # fmt: skip
 
 
 def baseline_section(run: YourRecommendersRun) -> list[Styler | MySTText]:
@@ -336,7 +329,7 @@ def power_table(run: YourRecommendersRun) -> Styler:
          Estimate.of(r.reliability, r.reliability_low, r.reliability_high).cell(2), r.users]
         for r in run.power.itertuples(index=False)
     ]  # fmt: skip
-    return _table("power", rows, precision=0)
+    return text_table(T, "power.caption", "power.columns", rows, precision=0)
 
 
 def curve_figure(run: YourRecommendersRun) -> Figure | MySTText:
@@ -408,7 +401,9 @@ def beyond_table(run: YourRecommendersRun) -> Styler | MySTText:
         values = [means.get((m, r.system), math.nan) for m in ("arp", "novelty", "ild")]
         rows.append([r.system, f"{r.coverage:.3f}", f"{r.gini:.3f}", *(f"{v:.2f}" for v in values)])
     catalogue = int(run.beyond.attrs.get("catalogue", 0))
-    return _table("beyond", rows, precision=2, users=len(run.panel.users), catalogue=f"{catalogue:,}")
+    return text_table(
+        T, "beyond.caption", "beyond.columns", rows, precision=2, users=len(run.panel.users), catalogue=f"{catalogue:,}"
+    )
 
 
 def beyond_sentences(run: YourRecommendersRun) -> list[str]:
@@ -431,7 +426,7 @@ def cost_table(run: YourRecommendersRun) -> Styler:
          T("cost.tokens", tokens_in=f"{u.prompt_tokens:,}", tokens_out=f"{u.completion_tokens:,}"),
          f"{u.usd:.4f}" if pd.notna(u.usd) else T("cost.unknown_price")] for u in run.usage().itertuples()
     ]  # fmt: skip
-    return _table("cost", rows, judge=run.judge_name)
+    return text_table(T, "cost.caption", "cost.columns", rows, judge=run.judge_name)
 
 
 def scale_table(at_scale: pd.DataFrame) -> Styler | str:
@@ -452,7 +447,7 @@ def agreement_sentences(run: YourRecommendersRun) -> list[str]:
     for r in run.taus.to_dict("records"):
         if r["a"] not in protocols or (r["b"] not in protocols and r["b"] != "precision"):
             continue
-        tau = Estimate.of(r["tau"], r["low"], r["high"])
+        tau = Estimate.of_row(r, "tau", "low", "high")
         claim = str(r.get("claim", ""))
         if not tau.known:
             key = "no_tau"
@@ -464,7 +459,7 @@ def agreement_sentences(run: YourRecommendersRun) -> list[str]:
             key = claim
         else:
             key = "unclear"
-        ceiling = min(_number(r.get("reliability_a")), _number(r.get("reliability_b")))
+        ceiling = min(number_or_nan(r.get("reliability_a")), number_or_nan(r.get("reliability_b")))
         words = {"a": NAMES[r["a"]], "b": NAMES[r["b"]], "tau": f"{r['tau']:.2f}", "cell": tau.cell(2),
                  "users": r["n_users"], "systems": r.get("n_systems"), "ceiling": f"{ceiling:.2f}"}  # fmt: skip
         out.append(T(f"agreement.{key}", resamples=r.get("resamples"), **words))
@@ -473,9 +468,10 @@ def agreement_sentences(run: YourRecommendersRun) -> list[str]:
 
 def recovery_table(recovery: Recovery) -> Styler:
     """The simulated judge's section: each protocol's noisy ranking against its truth and against Precision@k."""
-    rows = [[NAMES[r.protocol], r.against, _tau(r, "recovery.na"), r.n_users] for r in recovery.taus.itertuples()]
+    rows = [[NAMES[r["protocol"]], r["against"], _tau_cell(r, "recovery.na"), r["n_users"]]
+            for r in recovery.taus.to_dict("records")]  # fmt: skip
     model = ", ".join(f"{k} {v:g}" for k, v in recovery.error_model.items() if v)
-    return _table("recovery", rows, precision=0, model=model)
+    return text_table(T, "recovery.caption", "recovery.columns", rows, precision=0, model=model)
 
 
 def coverage_table(recovery: Recovery) -> Styler | MySTText:
@@ -490,7 +486,9 @@ def coverage_table(recovery: Recovery) -> Styler | MySTText:
          f"{100 * r.coverage:.0f}% of {r.draws}" if r.draws else "-"]
         for r in cov.itertuples(index=False)
     ]  # fmt: skip
-    return _table("coverage", rows, precision=0, users=len(recovery.perfect.panel.users))
+    return text_table(
+        T, "coverage.caption", "coverage.columns", rows, precision=0, users=len(recovery.perfect.panel.users)
+    )
 
 
 def recovery_sentences(recovery: Recovery) -> list[str]:

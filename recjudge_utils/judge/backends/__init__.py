@@ -9,7 +9,8 @@ name           module
 ``sim``        :mod:`.sim`: a simulated judge of known quality that answers from the attached truth
 =============  ==========================================================================================
 
-Adding a backend is one module: subclass :class:`~.base.Backend` (or :class:`~.base.ChatBackend` for a
+What every backend implements, and the prepared HTTP call (``PreparedCall``) a chat backend sends, are in
+:mod:`.base`. Adding a backend is one module: subclass :class:`~.base.Backend` (or :class:`~.base.ChatBackend` for a
 request/response API), decorate it with ``@register_backend("name")`` and list the module in
 ``BACKENDS``'s ``lazy`` table (or import it before use). Judge profiles name the backend with ``backend: name``.
 """

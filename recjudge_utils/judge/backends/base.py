@@ -27,15 +27,15 @@ from recjudge_utils.judge.cache import cache_key, messages_hash
 from recjudge_utils.judge.transport import Downgrade, Failure, RetryPolicy, call_with_retries
 from recjudge_utils.judge.types import Completion, JudgeError, JudgeRequest
 
-__all__ = ["Backend", "CallOutcome", "ChatBackend", "Job", "Plan"]
+__all__ = ["Backend", "CallOutcome", "ChatBackend", "Job", "PreparedCall"]
 
 
 @dataclass(frozen=True)
-class Plan:
+class PreparedCall:
     """The call a backend would make for a request: the body it sends and the cache key of the answer.
 
-    ``version`` is how many adaptations the backend had made when it planned the call: a plan made before a later
-    adaptation is made again before it is sent, and only then (:meth:`ChatBackend.adaptation_version`)."""
+    ``version`` is how many adaptations the backend had made when it prepared the call: a call prepared before a later
+    adaptation is prepared again before it is sent, and only then (:meth:`ChatBackend.adaptation_version`)."""
 
     params: dict[str, object]
     key: str
@@ -43,8 +43,8 @@ class Plan:
     version: int = 0
 
     @classmethod
-    def build(cls, params: dict[str, object], key: str) -> Plan:
-        """A plan of these request parameters under a key made elsewhere (a panel's verdict, a stored call)."""
+    def build(cls, params: dict[str, object], key: str) -> PreparedCall:
+        """The call of these request parameters under a key made elsewhere (a panel's verdict, a stored call)."""
         msgs = params.get("messages", [])
         return cls(params=params, key=key, messages_hash=messages_hash(msgs if isinstance(msgs, list) else []))
 
@@ -60,8 +60,8 @@ class Plan:
         extra: dict | None = None,
         sampling: Mapping[str, object] | None = None,
         version: int = 0,
-    ) -> Plan:
-        """The plan for ``request`` sent as ``params``, keyed by the one cache-key rule: the request's messages and
+    ) -> PreparedCall:
+        """The call for ``request`` sent as ``params``, keyed by the one cache-key rule: the request's messages and
         template, its sampling (``sampling`` overrides temperature, seed and max_tokens with what is actually sent),
         the backend's identity, the response format, and ``extra`` (whatever else changes this backend's answer)."""
         sent: dict[str, object] = {"temperature": request.temperature, "seed": request.seed,
@@ -88,14 +88,14 @@ class Job:
 
     index: int
     request: JudgeRequest
-    plan: Plan
+    plan: PreparedCall
 
 
 @dataclass(frozen=True)
 class CallOutcome:
     """How one job ended: an answer or an error, under which plan, at what cost in time and attempts."""
 
-    plan: Plan
+    plan: PreparedCall
     completion: Completion | None
     error: str | None = None
     latency_s: float = 0.0
@@ -125,13 +125,13 @@ class Backend(ABC):
     logs_judgments: ClassVar[bool] = True
 
     @abstractmethod
-    def plan(self, request: JudgeRequest) -> Plan:
+    def prepare(self, request: JudgeRequest) -> PreparedCall:
         """Request body and cache key for ``request`` under the backend's current options."""
 
-    def plan_variants(self, request: JudgeRequest) -> list[Plan]:
-        """Plans this request may have been answered under (current first); downgradable backends add the
+    def prepare_variants(self, request: JudgeRequest) -> list[PreparedCall]:
+        """The calls this request may have been answered under (current first); downgradable backends add the
         downgraded forms, so an offline replay finds answers recorded after a downgrade."""
-        return [self.plan(request)]
+        return [self.prepare(request)]
 
     def describe(self) -> str:
         """Where calls go, for error messages."""
@@ -170,7 +170,7 @@ class ChatBackend(Backend):
     timeout: float = 120.0
 
     @abstractmethod
-    def call(self, plan: Plan) -> Completion:
+    def call(self, plan: PreparedCall) -> Completion:
         """One attempt at one call; raise on failure (:meth:`classify` says whether to retry)."""
 
     def classify(self, exc: Exception) -> Failure:
@@ -192,14 +192,14 @@ class ChatBackend(Backend):
     def _one(self, job: Job, lookup: Lookup, policy: RetryPolicy) -> CallOutcome:
         plan = job.plan
         if plan.version != self.adaptation_version():  # another thread adapted the request since planning
-            plan = self.plan(job.request)
+            plan = self.prepare(job.request)
             hit = lookup(plan.key)
             if hit is not None:
                 return CallOutcome(plan, hit, from_cache=True)
         for _ in range(self.MAX_ADAPTATIONS + 1):
             started = [0.0]
 
-            def attempt(plan: Plan = plan, started: list[float] = started) -> Completion:
+            def attempt(plan: PreparedCall = plan, started: list[float] = started) -> Completion:
                 started[0] = time.perf_counter()
                 return self.call(plan)
 
@@ -209,7 +209,7 @@ class ChatBackend(Backend):
                 )
             except Downgrade as d:
                 self.downgrade(d.names, d.message, plan.params)
-                new = self.plan(job.request)  # adapted here, or by another thread that met the same 400 first
+                new = self.prepare(job.request)  # adapted here, or by another thread that met the same 400 first
                 if new.params == plan.params:
                     raise JudgeError(f"{self.describe()} rejected the request: {self.scrub(d.message)}") from None
                 plan = new

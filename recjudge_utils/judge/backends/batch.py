@@ -12,7 +12,6 @@ ordinary chat route at once.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
+from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends import register_backend
 from recjudge_utils.judge.backends.base import CallOutcome, Deliver, Job, Lookup
 from recjudge_utils.judge.backends.openai_compatible import OpenAICompatibleBackend, compact_response
@@ -95,9 +95,7 @@ class BatchBackend(OpenAICompatibleBackend):
 
     def _save_state(self, state: dict[str, Any]) -> None:
         assert self.state_path is not None
-        tmp = self.state_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
-        os.replace(tmp, self.state_path)
+        atomic_write_text(self.state_path, json.dumps(state, indent=1))
 
     def _retry(self, policy: RetryPolicy, fn: Any, what: str) -> Any:
         return call_with_retries(fn, self.classify, policy, what, self.describe(), self.scrub)[0]

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import ChatBackend, Plan
+from recjudge_utils.judge.backends.base import ChatBackend, PreparedCall
 from recjudge_utils.judge.logprobs import compact_logprobs
 from recjudge_utils.judge.transport import Failure, classify_openai_error
 from recjudge_utils.judge.types import Completion, JudgeRequest
@@ -290,9 +291,7 @@ class OpenAICompatibleBackend(ChatBackend):
         data = self._stored_adaptations()
         data[self._adaptation_key()] = self.adapted.to_dict()
         self.adaptations_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.adaptations_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(self.adaptations_path)
+        atomic_write_text(self.adaptations_path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
     def token_parameter(self) -> str:
         """``max_tokens``, ``max_completion_tokens`` (reasoning models), or ``""`` (the endpoint takes neither)."""
@@ -408,11 +407,11 @@ class OpenAICompatibleBackend(ChatBackend):
         params.update({k: v for k, v in optional.items() if v is not None and k not in dropped})
         return params
 
-    def _plan(self, request: JudgeRequest, json_mode: str, logprobs: bool) -> Plan:
+    def _prepare(self, request: JudgeRequest, json_mode: str, logprobs: bool) -> PreparedCall:
         params = self.body(request, json_mode, logprobs)
         sent = {k: v for k, v in params.items() if k not in ("model", "messages")}
         budget = params.get(self.token_parameter()) if self.token_parameter() else None
-        return Plan.for_request(
+        return PreparedCall.for_request(
             request,
             params,
             endpoint=self.endpoint_id,
@@ -427,19 +426,19 @@ class OpenAICompatibleBackend(ChatBackend):
         """Every adaptation is logged once: the log's length counts them."""
         return len(self.adapted.log)
 
-    def plan(self, request: JudgeRequest) -> Plan:
+    def prepare(self, request: JudgeRequest) -> PreparedCall:
         """The request body and cache key under the endpoint's current adaptations."""
-        return self._plan(request, self.current_json_mode(), self.wants_logprobs(request))
+        return self._prepare(request, self.current_json_mode(), self.wants_logprobs(request))
 
-    def plan_variants(self, request: JudgeRequest) -> list[Plan]:
-        """Every plan the request may have been answered under (for an offline replay)."""
+    def prepare_variants(self, request: JudgeRequest) -> list[PreparedCall]:
+        """Every call the request may have been answered under (for an offline replay)."""
         mode = self.current_json_mode()
         modes = [mode] + (["json_object"] if mode == "json_schema" else [])
         lps = [self.wants_logprobs(request)] + ([False] if self.wants_logprobs(request) else [])
-        out: list[Plan] = []
+        out: list[PreparedCall] = []
         for m in modes:
             for lp in lps:
-                plan = self._plan(request, m, lp)
+                plan = self._prepare(request, m, lp)
                 if plan.key not in {p.key for p in out}:
                     out.append(plan)
         return out
@@ -449,7 +448,7 @@ class OpenAICompatibleBackend(ChatBackend):
         """Whether an SDK error is worth a retry (429, 5xx, timeouts) and what to say about it."""
         return classify_openai_error(exc, self.timeout, tuple(self.generation.extra_body))
 
-    def call(self, plan: Plan) -> Completion:
+    def call(self, plan: PreparedCall) -> Completion:
         """One chat-completions call with the planned body."""
         started = time.perf_counter()
         params = dict(plan.params)

@@ -39,7 +39,7 @@ import numpy as np
 from recjudge_utils.answer_formats import AnswerFormat, answer_format
 from recjudge_utils.answer_formats.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, truth_to_dict
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, Plan
+from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, PreparedCall
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
 
@@ -195,14 +195,14 @@ class SimulatedJudge(Backend):
         self.price_model = "local"
         self.max_concurrency = 1
 
-    def plan(self, request: JudgeRequest) -> Plan:
+    def prepare(self, request: JudgeRequest) -> PreparedCall:
         """The request's cache key: its messages, answer format and truth under these parameters."""
         params: dict[str, object] = {
             "model": self.api_model,
             "messages": [dict(m) for m in request.messages],
             "answer_format": request.answer_format,
         }
-        return Plan.for_request(
+        return PreparedCall.for_request(
             request,
             params,
             endpoint=self.endpoint_id,

@@ -1,4 +1,4 @@
-"""``python -m recjudge_utils.book.check_notebooks notebooks/``: fail when a committed notebook holds outputs,
+"""``python -m tools.check_notebooks notebooks/``: fail when a committed notebook holds outputs,
 execution counts or lacks its ``parameters`` cell (notebooks are committed clean; the book runner executes them),
 or when papermill cannot read one of its parameters (a second ``=`` on the line, e.g. in the comment, makes
 papermill skip it and warn "Passed unknown parameter" on every run)."""
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from recjudge_utils._extras import optional_imports
-from recjudge_utils.book.runner import declared_parameters
+from recjudge_utils.book.notebooks import declared_parameters
 
 with optional_imports("book"):
     import nbformat

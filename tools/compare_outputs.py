@@ -1,6 +1,6 @@
 """Compare what two executions of the chapters show a reader, output by output.
 
-``python -m recjudge_utils.book.compare_outputs BEFORE AFTER`` takes two folders of executed notebooks (e.g.
+``python -m tools.compare_outputs BEFORE AFTER`` takes two folders of executed notebooks (e.g.
 ``runs/default/executed`` of two commits) and lists, per notebook, every displayed output (tables, Markdown,
 figures, plain results; streams apart) in order, and what differs:
 

@@ -1,5 +1,5 @@
 """Each chapter's citations as text, its References section and its glossary cell:
-``python -m recjudge_utils.book.chapter_notes [--check] [NOTEBOOK ...]``.
+``python -m tools.chapter_notes [--check] [NOTEBOOK ...]``.
 
 A chapter is read in the book and in JupyterLab. Lab (jupyterlab-myst) has no bibliography and no glossary of the
 book, so the notebooks' Markdown cells cite in plain author-year text, and each chapter carries what Lab needs at
@@ -254,7 +254,7 @@ def rendered(path: Path, root: Path) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Rewrite (or with ``--check`` only compare) the notebooks' citations, References and glossary cells."""
-    parser = argparse.ArgumentParser(prog="python -m recjudge_utils.book.chapter_notes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.chapter_notes", description=__doc__)
     parser.add_argument("notebooks", nargs="*", help="notebooks (default: notebooks/*.ipynb of the checkout)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a notebook is not current")
     args = parser.parse_args(argv)
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in stale:
             print(f"{path}: citations, References or glossary cell not current")
         if stale:
-            print("run: python -m recjudge_utils.book.chapter_notes")
+            print("run: python -m tools.chapter_notes")
         else:
             print(f"{len(paths)} notebooks: citations, References and glossary cells current")
         return 1 if stale else 0
