@@ -410,7 +410,10 @@ def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
     over games whose two orders were both parsed), how often the judge answers 'A wins' whatever A is
     (``a_wins_share``, over parsed answers) and the unparsed rate."""
     if raw.empty:
-        return pd.DataFrame(columns=["x", "y", "n_both_parsed", "consistency", "a_wins_share", "unparsed_rate"])
+        return pd.DataFrame(
+            columns=["x", "y", "n_both_parsed", "consistency", "a_wins_share", "unparsed_rate", "consistency_lo",
+                     "consistency_hi"]
+        )  # fmt: skip
     summary = position_summary(raw, key, first_verdict="A wins")
     return summary.rename(columns={"first_share": "a_wins_share"})
 

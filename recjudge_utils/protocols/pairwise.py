@@ -171,8 +171,8 @@ def position_summary(
             "first_share": float((parsed[f"verdict_{key}"] == first_verdict).mean()) if len(parsed) else np.nan,
             "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
         }
-        if n:
-            lo, hi = wilson(consistent, n)
-            row.update(consistency_lo=lo, consistency_hi=hi)
+        # no game parsed in both orders: no interval, but the columns are there (a reader asks for them by name)
+        lo, hi = wilson(consistent, n) if n else (np.nan, np.nan)
+        row.update(consistency_lo=lo, consistency_hi=hi)
         rows.append(row)
     return pd.DataFrame(rows)
