@@ -9,7 +9,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -70,13 +70,15 @@ def test_a_notebook_builds_its_config_from_its_parameters_and_nothing_else(noteb
 class _Example:
     names: tuple[str, ...] = ("a",)
     maybe: tuple[int, ...] | None = None
+    older: Optional[tuple[str, ...]] = None  # noqa: UP045  # the typing.Optional spelling reads the same
     listed: list[str] = dataclasses.field(default_factory=list)
     size: int = 1
 
 
 def test_config_from_takes_named_fields_tuples_lists_and_lets_overrides_win() -> None:
-    made = config_from(_Example, {"names": ["x", "y"], "maybe": [1], "listed": ["z"], "other": 3, "size": 2}, size=5)
-    assert made == _Example(names=("x", "y"), maybe=(1,), listed=["z"], size=5)
+    given = {"names": ["x", "y"], "maybe": [1], "older": ["o"], "listed": ["z"], "other": 3, "size": 2}
+    made = config_from(_Example, given, size=5)
+    assert made == _Example(names=("x", "y"), maybe=(1,), older=("o",), listed=["z"], size=5)
     assert config_from(_Example, {"maybe": None}) == _Example()
     with pytest.raises(TypeError, match="not a config dataclass"):
         config_from(dict, {})

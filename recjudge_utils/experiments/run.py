@@ -21,7 +21,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 __all__ = ["Result", "Run", "config_from", "result"]
 
@@ -32,7 +32,8 @@ def _holds_tuple(hint: Any) -> bool:
     """Whether a field's type is a tuple, or a union with one (``tuple[str, ...] | None``)."""
     if hint is tuple or get_origin(hint) is tuple:
         return True
-    return get_origin(hint) in (types.UnionType,) and any(_holds_tuple(arg) for arg in get_args(hint))
+    # X | None and Optional[X] are two origins of one idea
+    return get_origin(hint) in (types.UnionType, Union) and any(_holds_tuple(arg) for arg in get_args(hint))
 
 
 def config_from(cls: type[Config], parameters: Mapping[str, Any], **overrides: Any) -> Config:
