@@ -65,10 +65,10 @@ test-book: $(STAMP) embedded
 # The whole-book lane in two halves, which CI runs at different times: the chapter-sized worlds need only the models
 # make book-sim trained (they run in folders of their own), the rest reads what the whole make book left
 test-book-worlds: $(STAMP) embedded
-	$(PY) -m pytest -m "book" --ignore=tests/test_book_end_to_end.py $(PYTEST_ARGS)
+	$(PY) -m pytest -m "book" --ignore=tests/book/test_book_end_to_end.py $(PYTEST_ARGS)
 
 test-book-runs: $(STAMP) embedded
-	$(PY) -m pytest -m "book" tests/test_book_end_to_end.py $(PYTEST_ARGS)
+	$(PY) -m pytest -m "book" tests/book/test_book_end_to_end.py $(PYTEST_ARGS)
 
 # The contributor's lane while editing: no kernels, subprocesses or books, no real model, and no llama.cpp build.
 test-fast: $(STAMP)
@@ -113,7 +113,7 @@ lock: $(STAMP)
 data: $(STAMP)
 	$(PY) -m recjudge_utils.data fetch ml-100k
 
-# Label Studio in an environment of its own (tests/test_label_studio_server.py, book/using/label_studio.md): its pins
+# Label Studio in an environment of its own (tests/annotation/test_label_studio_server.py, book/using/label_studio.md): its pins
 # (Django's, openai<2, pyarrow<25) cannot live beside the project's, so it is in neither .venv nor the lock
 LS_VENV ?= .venv-label-studio
 label-studio:

@@ -49,7 +49,7 @@ def main(repo: Path) -> None:
 
     import pandas as pd
 
-    from recjudge_utils.judge.profiles import load_profile, open_judge
+    from recjudge_utils.judge.loading import load_profile, open_judge
     from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 
     sys.path.insert(0, str(repo / "tests"))

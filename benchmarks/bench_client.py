@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 from recjudge_utils.judge.client import JudgeRequest  # noqa: E402
-from recjudge_utils.judge.profiles import client_for  # noqa: E402
+from recjudge_utils.judge.loading import client_for  # noqa: E402
 
 MOVIES = [
     "Toy Story (1995)",

@@ -69,7 +69,7 @@ from recjudge_utils.judge.embedded_server import (  # noqa: E402
     server_program,
     start_server,
 )
-from recjudge_utils.judge.profiles import client_for, load_profile  # noqa: E402
+from recjudge_utils.judge.loading import client_for, load_profile  # noqa: E402
 from recjudge_utils.judge.types import JudgeRequest  # noqa: E402
 
 CHAPTERS = ("01", "02", "03", "04")

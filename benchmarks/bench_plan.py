@@ -34,7 +34,8 @@ from fake_openai_server import FakeOpenAIServer  # noqa: E402
 from format_aware_script import FormatAwareScript  # noqa: E402
 
 from recjudge_utils import book  # noqa: E402
-from recjudge_utils.judge.profiles import JudgeProfile, load_profile  # noqa: E402
+from recjudge_utils.judge.loading import load_profile  # noqa: E402
+from recjudge_utils.judge.profile import JudgeProfile  # noqa: E402
 
 
 def profile(server: FakeOpenAIServer, name: str) -> JudgeProfile:

@@ -31,8 +31,8 @@ from fake_providers import PROVIDERS  # noqa: E402
 from format_aware_script import FormatAwareScript  # noqa: E402
 
 from recjudge_utils import book  # noqa: E402
-from recjudge_utils.book.usage import read_jsonl  # noqa: E402
-from recjudge_utils.judge.profiles import load_profile  # noqa: E402
+from recjudge_utils.judge.loading import load_profile  # noqa: E402
+from recjudge_utils.judge.records import read_jsonl  # noqa: E402
 
 
 def summarise(run_folder: Path, name: str) -> pd.DataFrame:

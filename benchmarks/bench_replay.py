@@ -29,7 +29,7 @@ from format_aware_script import FormatAwareScript  # noqa: E402
 from recjudge_utils import book  # noqa: E402
 from recjudge_utils.book import cli  # noqa: E402
 from recjudge_utils.book.archive import export_run  # noqa: E402
-from recjudge_utils.judge.profiles import load_profile  # noqa: E402
+from recjudge_utils.judge.loading import load_profile  # noqa: E402
 
 
 def timed_replay(archive: Path, runs: Path) -> tuple[float, int]:

@@ -3,7 +3,7 @@
     recjudge book ...          = python -m recjudge_utils.book ...               (run, plan, build, export, replay, ...)
     recjudge data ...          = python -m recjudge_utils.data ...               (list, fetch, info, export-split, ...)
     recjudge labels ...        = python -m recjudge_utils.annotation ...         (export a sample for people to label)
-    recjudge profiles ...      = python -m recjudge_utils.judge.profiles ...     (check profiles, write their schema)
+    recjudge profiles ...      = python -m recjudge_utils.judge.profiles_cli ... (check profiles, write their schema)
     recjudge build-judge ...   = python -m recjudge_utils.judge.llama_build ...  (the embedded judge's server and model)
 
 A subcommand is its module's own command line (the module's ``main(argv, prog)``), so both forms take the same
@@ -38,7 +38,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "book": Subcommand("recjudge_utils.book.cli", "runs and the book: run, plan, build, export, replay, report, ..."),
     "data": Subcommand("recjudge_utils.data.__main__", "datasets: list, fetch, info, check, export-split, example"),
     "labels": Subcommand("recjudge_utils.annotation.__main__", "export a sample of a run's judgments to label"),
-    "profiles": Subcommand("recjudge_utils.judge.profiles", "check judge profiles, write their JSON Schema"),
+    "profiles": Subcommand("recjudge_utils.judge.profiles_cli", "check judge profiles, write their JSON Schema"),
     "build-judge": Subcommand("recjudge_utils.judge.llama_build", "build the embedded judge's server, fetch its model"),
 }
 

@@ -8,7 +8,7 @@ package, commit, notebooks, usage, judge health), its one writer (:meth:`RunMani
 Two kinds of run are recorded. The book runner's (:mod:`recjudge_utils.book.runner`) records every field. An ad-hoc
 run, notebooks executed outside the runner (:func:`recjudge_utils.paths.ensure_run_dir`), is marked ``"adhoc": true``
 and records only what it knows: run, judge, the names of its notebooks, package version, commit, Python and start;
-it has no book page. Readers: chapters 6 and 8, :mod:`recjudge_utils.book.usage`, the run's report and archive.
+it has no book page. Readers: chapters 6 and 8, :mod:`recjudge_utils.book.run_logs`, the run's report and archive.
 
 A leaf module (the standard library and :mod:`recjudge_utils.files` only): :mod:`recjudge_utils.paths` and the base
 install's judge client record ad-hoc runs through it.
@@ -114,7 +114,7 @@ class RunManifest:
     #: what the judge's endpoint rejected and how requests were adapted (``endpoint_adaptations.json`` of the run)
     endpoint_adaptations: dict[str, Any] = field(default_factory=dict)
     #: per notebook judged with the run's profile: judgments, parsed, unparsed, errors, cache hits, the most common
-    #: reasons, and whether more than a fifth of its answers were unusable (:func:`.usage.judge_health`)
+    #: reasons, and whether more than a fifth of its answers were unusable (:func:`.run_logs.judge_health`)
     judge_health: list[dict[str, Any]] = field(default_factory=list)
     #: notebooks executed outside the book runner (:func:`recjudge_utils.paths.ensure_run_dir`)
     adhoc: bool = False

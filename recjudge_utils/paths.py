@@ -143,15 +143,14 @@ def _folder_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "judge"
 
 
-def _same_judge(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return all(a.get(key) == b.get(key) for key in ("name", "backend", "model", "base_url"))
-
-
 def _judge_fits(folder: Path, judge: Mapping[str, Any]) -> bool:
-    """Whether the run in ``folder`` has no judge yet or has ``judge``."""
+    """Whether the run in ``folder`` has no judge yet or has ``judge``
+    (:func:`~recjudge_utils.judge.profile.same_judge`)."""
+    from recjudge_utils.judge.profile import same_judge  # the judge stage sits above paths: imported when asked
+
     path = folder / MANIFEST_FILE
     recorded = json.loads(path.read_text(encoding="utf-8")).get("judge") if path.is_file() else None
-    return not recorded or _same_judge(recorded, judge)
+    return not recorded or same_judge(recorded, judge)
 
 
 def _make_adhoc_folder(root: Path, judge: Mapping[str, Any] | None) -> Path:

@@ -18,13 +18,17 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/ is not a package: make fake_openai_server importable
-
 from recjudge_utils.judge.backends import register_backend
 from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, PreparedCall
 from recjudge_utils.judge.client import JudgeClient
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
+
+# tests/ and its folders are not packages, and test modules share toy worlds by importing each other across the
+# folders (``from test_experiment_arena import toy_dataset``): every folder goes on the path, tests/ first (its helper
+# modules: fake_openai_server, locations, claims, ...)
+_TESTS = Path(__file__).parent
+sys.path[:0] = [str(_TESTS), *(str(p) for p in sorted(_TESTS.iterdir()) if p.is_dir() and any(p.glob("test_*.py")))]
 
 Answer = Callable[[JudgeRequest], "str | Exception | Completion | None"]
 

@@ -17,17 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from locations import ROOT
 
 from recjudge_utils import cli
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: subcommand -> the ``python -m`` module of the same command
 MODULE_FORMS = {
     "book": "recjudge_utils.book",
     "data": "recjudge_utils.data",
     "labels": "recjudge_utils.annotation",
-    "profiles": "recjudge_utils.judge.profiles",
+    "profiles": "recjudge_utils.judge.profiles_cli",
     "build-judge": "recjudge_utils.judge.llama_build",
 }
 #: every command line whose help is compared: a subcommand, then the words before --help

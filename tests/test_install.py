@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from locations import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import recjudge_utils
 from recjudge_utils._extras import BASE_PARTS, EXTRAS, MissingExtraError, optional_imports, require_extra
 
-ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT_TEXT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 PROJECT = tomllib.loads(PYPROJECT_TEXT)["project"]
 LOCK = ROOT / "requirements" / "lock.txt"

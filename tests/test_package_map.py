@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from locations import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "recjudge_utils"
 #: every folder of modules at any depth (``judge/backends``, ``experiments/protocol_detection``, ...)
 ALL_PACKAGES = sorted({p.parent for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE and "__pycache__" not in p.parts})
@@ -56,3 +56,19 @@ def test_the_map_check_fails_on_a_package_that_omits_a_module(tmp_path: Path) ->
     for name in ("alpha", "beta", "gamma"):
         (package / f"{name}.py").write_text("", encoding="utf-8")
     assert [m for m in _members(package) if m not in _named(_docstring(package))] == ["beta"]
+
+
+TESTS = ROOT / "tests"
+#: test folders for what is not a package of the library: the contributors' tools and the notebooks
+_OTHER_TEST_FOLDERS = {"tools", "notebooks"}
+
+
+def test_the_tests_mirror_the_package_folders() -> None:
+    """A test of ``recjudge_utils/<package>/`` sits in ``tests/<package>/``; at the top of ``tests/`` only the tests of
+    the package's top-level modules (``cli``, ``files``, ...) and of the map itself."""
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    packages = {p.name for p in PACKAGES}
+    assert folders - packages - _OTHER_TEST_FOLDERS == set(), "test folders that mirror no package"
+    top_modules = {p.stem for p in PACKAGE.glob("*.py")} | {"install", "package_map", "startup"}
+    stray = [p.name for p in TESTS.glob("test_*.py") if p.stem.removeprefix("test_") not in top_modules]
+    assert stray == [], "tests at the top of tests/ that belong in a package's folder"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from locations import ROOT
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_introduction.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "00_introduction.ipynb"
 
 
 def _run(code: str) -> str:

@@ -19,7 +19,7 @@ its end, generated here from ``book/references.bib`` and ``book/glossary.md``:
 
 Without arguments every notebook under ``notebooks/`` is rewritten in place (outputs and other cells untouched);
 ``--check`` rewrites nothing and exits 1 naming the notebooks whose cells are not current
-(``tests/test_chapter_notes.py`` runs it).
+(``tests/tools/test_chapter_notes.py`` runs it).
 """
 
 from __future__ import annotations

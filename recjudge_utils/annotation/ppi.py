@@ -21,7 +21,7 @@ draws the labelled sample again at smaller and larger sizes (with replacement) a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -31,13 +31,21 @@ from recjudge_utils.annotation.agreement_with_people import consensus
 from recjudge_utils.annotation.kinds import kind_named
 from recjudge_utils.annotation.read_labels import Labels
 from recjudge_utils.annotation.sample import AnnotationSample
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.intervals import Seed, make_rng
 
 with optional_imports("book"):
     import ppi_py
     from ppi_py.ppi import _calc_lam_glm  # the lam ppi_mean_ci tunes, to report it (ppi_py exports no function)
 
-__all__ = ["ESTIMATE_COLUMNS", "Estimate", "estimate", "labels_needed_curve", "stratum_arrays", "system_estimates"]
+__all__ = [
+    "ESTIMATE_COLUMNS",
+    "ThreeEstimates",
+    "estimate",
+    "labels_needed_curve",
+    "stratum_arrays",
+    "system_estimates",
+]
 
 ESTIMATE_COLUMNS = [
     "system",
@@ -57,21 +65,32 @@ ESTIMATE_COLUMNS = [
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """One system's three estimates: human-only with CI, judge-only, prediction-powered with CI (``lam``: PPI++'s
-    tuned weight of the judge, 0 = human-only, 1 = plain PPI), and the labels the judge's are worth."""
+class ThreeEstimates:
+    """One system's three estimates: human-only with CI (``n``: the labelled tasks), judge-only without one (``n``: the
+    judged units), prediction-powered with CI; ``lam``: PPI++'s tuned weight of the judge (0 = human-only, 1 = plain
+    PPI); and the labels the judge's are worth."""
 
-    n_labelled: int
-    n_judged: int
-    human: float
-    human_low: float
-    human_high: float
-    judge: float
-    ppi: float
-    ppi_low: float
-    ppi_high: float
+    human: Estimate
+    judge: Estimate
+    ppi: Estimate
     lam: float
     effective_labels: float
+
+    def row(self) -> dict[str, float | int | None]:
+        """The numbers of :data:`ESTIMATE_COLUMNS` after ``system`` and ``measure``."""
+        return {
+            "n_labelled": self.human.n,
+            "n_judged": self.judge.n,
+            "human": self.human.value,
+            "human_low": self.human.low,
+            "human_high": self.human.high,
+            "judge": self.judge.value,
+            "ppi": self.ppi.value,
+            "ppi_low": self.ppi.low,
+            "ppi_high": self.ppi.high,
+            "lam": self.lam,
+            "effective_labels": self.effective_labels,
+        }
 
 
 def _tuned_lam(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray) -> float:
@@ -85,39 +104,27 @@ def _tuned_lam(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray) -> 
     return float(np.squeeze(_calc_lam_glm(grads, grads_hat, grads_rest, np.eye(1), coord=None, clip=True)))
 
 
-def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, ci: float = 0.95) -> Estimate:
+def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, ci: float = 0.95) -> ThreeEstimates:
     """The three estimates from the labelled tasks' human values ``y`` and judge values ``yhat`` and the judge's values
     on the system's other units ``yhat_unlabelled`` (NaN where fewer than 2 labelled tasks or no other unit)."""
     y, yhat, rest = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabelled))
     n, nan = len(y), float("nan")
-    judge = float(np.mean(np.concatenate([yhat, rest]))) if n + len(rest) else nan
+    judge = Estimate(float(np.mean(np.concatenate([yhat, rest]))) if n + len(rest) else nan, n=n + len(rest))
     if n < 2:
-        return Estimate(n, n + len(rest), float(np.mean(y)) if n else nan, nan, nan, judge, nan, nan, nan, nan, nan)
+        human = Estimate(float(np.mean(y)) if n else nan, n=n)
+        return ThreeEstimates(human, judge, Estimate(nan, n=n + len(rest)), nan, nan)
     alpha = 1.0 - ci
-    human_low, human_high = ppi_py.classical_mean_ci(y, alpha=alpha)
+    human_low, human_high = (float(b) for b in ppi_py.classical_mean_ci(y, alpha=alpha))
+    human = Estimate(float(np.mean(y)), human_low, human_high, n, f"{ci:.0%} normal (CLT)")
     if not len(rest):  # every judged unit is labelled: the people's mean is the system's, nothing to add
-        h = float(np.mean(y))
-        return Estimate(
-            n, n, h, float(human_low), float(human_high), judge, h, float(human_low), float(human_high), 0.0, float(n)
-        )
+        return ThreeEstimates(human, judge, replace(human, method=f"{ci:.0%} PPI++"), 0.0, float(n))
     lam = _tuned_lam(y, yhat, rest)
     point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, rest, lam=lam)))
     low, high = (float(np.squeeze(b)) for b in ppi_py.ppi_mean_ci(y, yhat, rest, alpha=alpha, lam=lam))
     human_width, ppi_width = human_high - human_low, high - low
     effective = n * (human_width / ppi_width) ** 2 if ppi_width > 0 else float("inf") if human_width > 0 else nan
-    return Estimate(
-        n,
-        n + len(rest),
-        float(np.mean(y)),
-        float(human_low),
-        float(human_high),
-        judge,
-        point,
-        low,
-        high,
-        lam,
-        float(effective),
-    )
+    ppi = Estimate(point, low, high, n + len(rest), f"{ci:.0%} PPI++")
+    return ThreeEstimates(human, judge, ppi, lam, float(effective))
 
 
 def stratum_arrays(labels: Labels, sample: AnnotationSample, stratum: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -142,7 +149,7 @@ def system_estimates(labels: Labels, sample: AnnotationSample, ci: float = 0.95)
     rows = []
     for stratum in sorted(sample.members):
         est = estimate(*stratum_arrays(labels, sample, stratum), ci=ci)
-        rows.append({"system": stratum, "measure": measure, **est.__dict__})
+        rows.append({"system": stratum, "measure": measure, **est.row()})
     return pd.DataFrame(rows, columns=ESTIMATE_COLUMNS)
 
 
@@ -171,7 +178,7 @@ def labels_needed_curve(
                 rng.integers(0, len(y), size) if isinstance(rng, np.random.Generator) else rng.randint(0, len(y), size)
             )
             est = estimate(y[rows_drawn], yhat[rows_drawn], yhat_unlabelled, ci=ci)
-            widths.append((est.human_high - est.human_low, est.ppi_high - est.ppi_low))
+            widths.append((est.human.high - est.human.low, est.ppi.high - est.ppi.low))
         human_width, ppi_width = np.nanmean(np.array(widths), axis=0)
         rows.append({"n": int(size), "human_width": float(human_width), "ppi_width": float(ppi_width)})
     return pd.DataFrame(rows, columns=["n", "human_width", "ppi_width"])

@@ -10,7 +10,8 @@ module               responsibility
 ``execution_cache``  the key that says a notebook has nothing new to execute
 ``build``            building the HTML book from a run
 ``scales``           the paper-scale values of every notebook, each with its paper section
-``usage``            the plan (calls, tokens, cost, hours before paying) and the actual usage of a run
+``plan_estimate``    the plan's estimate: calls, tokens, cost and hours per notebook before paying
+``run_logs``         what a run's judgment logs say per notebook after it ran: its usage and its judge's health
 ``archive``          exporting a run as one portable archive, and importing it for a replay
 ``report``           one run as a self-contained report (HTML and PDF)
 ``tune``             the tuning workers that share chapter 2's Optuna studies across processes and machines

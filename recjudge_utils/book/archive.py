@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from recjudge_utils import __version__
-from recjudge_utils.book.usage import read_jsonl
 from recjudge_utils.files import atomic_write
 from recjudge_utils.judge.backends import backend_class
 from recjudge_utils.judge.cache import JudgeCache
-from recjudge_utils.judge.records import logged_calls
+from recjudge_utils.judge.records import read_jsonl
+from recjudge_utils.judge.usage import logged_calls
 from recjudge_utils.paths import runs_dir
 
 __all__ = [

@@ -57,7 +57,8 @@ from recjudge_utils.book.runner import run
 from recjudge_utils.book.scales import PAPER_SCALE, PARAMS_COMMAND, PARAMS_DIR, SCALES, paper_parameter_files
 from recjudge_utils.book.tune import TuningIncomplete, tune_worker
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
-from recjudge_utils.judge.profiles import JudgeProfile, ProfileError, load_profile, profile_dir
+from recjudge_utils.judge.loading import load_profile, profile_dir
+from recjudge_utils.judge.profile import JudgeProfile, ProfileError
 from recjudge_utils.paths import DEFAULT_RUN, project_root
 
 __all__ = ["PROG", "main", "profile_from_args"]

@@ -28,7 +28,7 @@ import yaml
 
 from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.scales import scale_parameters
-from recjudge_utils.judge.profiles import JudgeProfile
+from recjudge_utils.judge.profile import JudgeProfile
 from recjudge_utils.paths import check_run_name, project_root, runs_dir
 from recjudge_utils.registry import suggestion
 

@@ -28,11 +28,12 @@ from recjudge_utils.book.notebooks import (
     run_dir,
     selection,
 )
-from recjudge_utils.book.usage import METHOD_FILE, plan_summary, read_jsonl
+from recjudge_utils.book.plan_estimate import METHOD_FILE, plan_summary
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
 from recjudge_utils.judge.planning import plan_files
-from recjudge_utils.judge.profiles import JudgeProfile
-from recjudge_utils.judge.records import logged_calls
+from recjudge_utils.judge.profile import JudgeProfile
+from recjudge_utils.judge.records import read_jsonl
+from recjudge_utils.judge.usage import logged_calls
 from recjudge_utils.manifest import NotebookRun
 from recjudge_utils.paths import DEFAULT_RUN, RunMode
 from recjudge_utils.recommenders.plan_standin import FITTED, METHODS_FILE, STAND_IN, STORED

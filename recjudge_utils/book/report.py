@@ -33,7 +33,7 @@ import yaml
 
 from recjudge_utils._extras import optional_imports
 from recjudge_utils.book.chromium import CHROMIUM_NAMES, find_chromium
-from recjudge_utils.book.usage import health_from_logs
+from recjudge_utils.book.run_logs import health_from_logs
 from recjudge_utils.manifest import MANIFEST_FILE, RunManifest, manifest_markdown
 
 with optional_imports("book"):

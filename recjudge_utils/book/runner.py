@@ -38,9 +38,10 @@ from recjudge_utils.book.notebooks import (
     selection,
 )
 from recjudge_utils.book.planner import PLAN_JSON
-from recjudge_utils.book.usage import actual_usage, health_line, judge_health, log_offsets, with_total
+from recjudge_utils.book.run_logs import actual_usage, health_line, judge_health, log_offsets
 from recjudge_utils.judge.backends.openai_compatible import ADAPTATIONS_FILE
-from recjudge_utils.judge.profiles import JudgeProfile
+from recjudge_utils.judge.profile import JudgeProfile, same_judge
+from recjudge_utils.judge.usage import with_total
 from recjudge_utils.manifest import MANIFEST_PAGE_FILE, NotebookRun, RunManifest, git_commit
 from recjudge_utils.paths import DEFAULT_RUN, MANIFEST_FILE, SELECTED_TEMPLATE_FILE, RunMode
 from recjudge_utils.protocols.pointwise_score import choose_template
@@ -139,7 +140,7 @@ def _matching_plan(summary: dict[str, Any], profile: JudgeProfile, scale: str) -
     """The plan in ``runs/<run>/plan.json`` when it was made for this judge and scale; an older plan of another
     judge or scale would be shown beside the actual usage as if it were this run's."""
     planned = summary.get("judge") or {}
-    if planned.get("name") != profile.name or planned.get("model") != profile.model or summary.get("scale") != scale:
+    if not same_judge(planned, profile) or summary.get("scale") != scale:
         print(f"[run] ignoring {PLAN_JSON}: it plans judge {planned.get('name')!r} at scale {summary.get('scale')!r}")
         return None
     return summary

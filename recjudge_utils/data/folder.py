@@ -986,7 +986,7 @@ def judge_item_texts(ds: Dataset) -> dict[int, str] | None:
     road would change every prompt the chapters' MovieLens results were judged with (the named cards describe
     ``[title, genres]``, which :func:`item_texts` writes ``Title (genres: A, B)``, where the papers' prompts show
     ``Title (1995) (categories: A, B)``, ``Title (1995), genres: A, B`` and ``Title (1995) | A, B``);
-    tests/test_named_prompts_unchanged.py pins those renderings."""
+    tests/prompts/test_named_prompts_unchanged.py pins those renderings."""
     return item_texts(ds) if card_describes(ds) is not None else None
 
 

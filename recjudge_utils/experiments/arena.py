@@ -21,8 +21,8 @@ code, ``anonyProjects/RecSys-Arena``, settles some of them, see :func:`recjudge_
 Every CI is computed here, once, with the config's ``n_boot`` and ``seed``: Win/Tie/Lose and Q per aspect,
 comparison and source (:attr:`ArenaRun.outcomes`), position consistency and the share of 'A wins', and the paired
 differences that separate the closest pair; so are Figure 6's normalisation and the check of the paper's own Table 3
-against its Tables 1-2. Chapter 5 builds its panels and judges them with the public steps below
-(:func:`split`, :func:`train_models`, :func:`build_panel`, :func:`judge_comparisons`).
+against its Tables 1-2. Chapter 5 builds its samples and judges them with the public steps below
+(:func:`split`, :func:`train_models`, :func:`build_sample`, :func:`judge_comparisons`).
 Tables and figures: :mod:`recjudge_utils.reporting.arena`.
 """
 
@@ -47,11 +47,11 @@ from recjudge_utils.judge.types import Judge
 from recjudge_utils.metrics.correlation import pearson_rounding_range
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.offline import evaluate_recommender, genre_jaccard, offline_table, pearson
-from recjudge_utils.metrics.pairwise import paired_difference, q_share, wtl_summary
+from recjudge_utils.metrics.pairwise import WTL_COLUMNS, WTL_MEASURES, paired_difference, q_share, wtl_summary
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.protocols.arena import AbsoluteJudge, PairwiseJudge
 from recjudge_utils.protocols.context.arena import ArenaContext
-from recjudge_utils.protocols.pairwise import ORDERS, games, position_summary
+from recjudge_utils.protocols.pairwise import ORDERS, POSITION_COLUMNS, games, position_summary
 from recjudge_utils.protocols.truth import heldout_hits
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.recommenders.base import Recommender
@@ -64,10 +64,10 @@ __all__ = [
     "PAPER_NAMES",
     "Q_SHARE_MEASURE",
     "ArenaConfig",
-    "ArenaPanel",
     "ArenaRun",
+    "ArenaSample",
     "arena_table",
-    "build_panel",
+    "build_sample",
     "consistency_table",
     "judge_comparisons",
     "outcome_tables",
@@ -84,6 +84,8 @@ _DEFAULT_RECOMMENDERS = ("fm", "minilm-content", "lightgcn", "sasrec", "deepfm")
 PAPER_NAMES = {"fm": "FM", "minilm-content": "NRMS", "lightgcn": "LightGCN", "sasrec": "SASRec", "deepfm": "DeepFM"}
 #: how the separation table names Q's comparison: the difference of Q's shares s = Q / (1 + Q) (:func:`separation`)
 Q_SHARE_MEASURE = "Q vs baseline, as its share Q / (1 + Q)"
+#: the measures of :attr:`ArenaRun.outcomes` that ``results.json`` carries: measure -> (metric, interval method)
+_HEADLINE = {"win": ("win_pct", "95% Wilson"), "Q": ("Q", "95% percentile bootstrap")}
 
 
 @dataclass(frozen=True)
@@ -137,13 +139,14 @@ def _closest_pairs(auc: Mapping[str, float], n: int, exclude: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
-class ArenaPanel:
-    """What the judge is shown: the judged users, each model's top-k list for them, the held-out evidence in each
-    list (the truth a simulated judge answers from) and the user context (profile, recent history)."""
+class ArenaSample:
+    """What the judge is shown: the judged users, each model's top-k list for them (the one cut, where they are
+    made), the held-out test positives in each list (the truth a simulated judge answers from) and the user context
+    (profile, recent history)."""
 
     users: list[int]
-    recs: dict[str, dict[int, list[int]]]
-    evidence: dict[str, dict[int, int]]  # held-out test positives in each shown list
+    lists: dict[str, dict[int, list[int]]]
+    hits: dict[str, dict[int, int]]  # held-out test positives in each shown list
     context: ArenaContext
 
 
@@ -155,7 +158,7 @@ class ArenaRun(Run):
 
     config: ArenaConfig
     dataset_name: str
-    panel: ArenaPanel
+    sample: ArenaSample
     offline: pd.DataFrame  # per model: auc, ndcg@k, urd, n_users
     offline_per_user: dict[str, pd.DataFrame]
     comparisons: pd.DataFrame  # user, x, y, kind ("vs_baseline" / "close_pair")
@@ -163,8 +166,8 @@ class ArenaRun(Run):
     adjudicated: pd.DataFrame  # one row per comparison (both orders)
     absolute: pd.DataFrame  # user, model, score, status
     aspect_keys: list[str]
-    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect, kind, source and comparison (see outcome_tables)
-    consistency: pd.DataFrame  # position consistency per comparison and overall (see consistency_table)
+    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect, kind, source, comparison, measure (outcome_tables)
+    consistency: pd.DataFrame  # position consistency etc. per comparison and overall, per measure (consistency_table)
     a_wins: pd.DataFrame  # the share of 'A wins' among verdicts naming a winner, overall and per comparison
     correlation: pd.DataFrame  # Pearson r (and p) of Q vs the baseline with AUC, per source
     closest_pair: tuple[str, str] | None
@@ -186,8 +189,10 @@ class ArenaRun(Run):
         return frame.assign(_key=order.to_numpy()).sort_values("_key", kind="stable").drop(columns="_key")
 
     def overall(self) -> tuple[dict[str, Any] | None, pd.Series]:
-        """The overall row of :attr:`consistency` (None with one order judged) and of :attr:`a_wins`."""
-        rows = self.consistency[self.consistency["x"] == "all"].to_dict("records")
+        """The overall position consistency row of :attr:`consistency` (None with one order judged) and the overall
+        row of :attr:`a_wins`."""
+        c = self.consistency
+        rows = c[(c["x"] == "all") & (c["measure"] == "consistency")].to_dict("records")
         return (rows[0] if self.config.both_orders and rows else None), self.a_wins.iloc[0]
 
     def unreadable(self) -> AnswerHealth | None:
@@ -215,7 +220,8 @@ class ArenaRun(Run):
         """Figure 6: per non-baseline model, AUC, Q against the baseline and the mean absolute score, raw and min-max
         normalised over the finite values (the book's choice: the paper shows "normalized results" without saying
         how); NaN where a value is not finite or all values are equal."""
-        q = self.versus(source).set_index("x")["Q"]
+        versus = self.versus(source)
+        q = versus[versus["measure"] == "Q"].set_index("x")["value"]
         absolute = self.absolute.groupby("model")["score"].mean() if len(self.absolute) else pd.Series(dtype=float)
         out = pd.DataFrame({"model": list(q.index)})
         out["AUC"] = out["model"].map(self.offline.set_index("rs")["auc"])
@@ -233,26 +239,18 @@ class ArenaRun(Run):
         """Per RS vs the baseline: win % and Q with CIs per source; Pearson r with AUC; position consistency; AUC."""
         out = []
         for source in self.config.sources:
-            for _, r in self.versus(source).iterrows():
-                group = {"x": str(r["x"]), "y": str(r["y"]), "source": source}
-                out.append(result("win_pct", r["win"], r.get("win_lo"), r.get("win_hi"), r["n"], "95% Wilson", **group))
-                q = result("Q", r["Q"], r.get("Q_lo"), r.get("Q_hi"), r["n"], "95% percentile bootstrap", **group)
-                out.append(q)
+            for r in self.versus(source).to_dict("records"):
+                if r["measure"] in _HEADLINE:
+                    metric, method = _HEADLINE[r["measure"]]
+                    group = {"x": str(r["x"]), "y": str(r["y"]), "source": source}
+                    out.append(result(metric, r["value"], r["low"], r["high"], r["n"], method, **group))
         for c in self.correlation.itertuples(index=False):
             out.append(result("pearson_r_q_auc", c.r, n=c.n_models, source=c.source))
             out.append(result("pearson_p_q_auc", c.p, n=c.n_models, source=c.source))
-        row = self.consistency[self.consistency["x"] == "all"].iloc[0]
-        out.append(
-            result(
-                "position_consistency",
-                row["consistency"],
-                row.get("consistency_lo"),
-                row.get("consistency_hi"),
-                row["n_both_parsed"],
-                "95% Wilson",
-            )
-        )
-        out.append(result("a_wins_share", row["a_wins_share"], n=int((self.raw["status"] == "parsed").sum())))
+        overall = self.consistency[self.consistency["x"] == "all"].set_index("measure")
+        c, a = overall.loc["consistency"], overall.loc["a_wins_share"]
+        out.append(result("position_consistency", c["value"], c["low"], c["high"], c["n"], "95% Wilson"))
+        out.append(result("a_wins_share", a["value"], n=int(a["n"])))  # over the parsed answers
         for _, r in self.offline.iterrows():
             out.append(result("auc", r["auc"], n=r["n_users"], rs=str(r["rs"])))
         return out
@@ -300,15 +298,15 @@ def _offline_metrics(
     return offline_table(per_user), per_user
 
 
-def build_panel(
+def build_sample(
     dataset: Dataset, models: Mapping[str, Recommender], train: pd.DataFrame, test: pd.DataFrame, config: ArenaConfig
-) -> ArenaPanel:
+) -> ArenaSample:
     """Sample ``config.n_users`` users with test items (seeded), take each model's top-``config.top_k`` list, count
     the held-out test positives in every list, and build the judge's user context from ``train``."""
     users = sample_users(test["user"].unique(), config.n_users, config.seed)
-    recs = top_lists(models, users, config.top_k)
+    lists = top_lists(models, users, config.top_k)
     heldout = {int(u): {int(i) for i in g} for u, g in test.groupby("user")["item"]}
-    evidence = {n: heldout_hits(recs[n], heldout) for n in recs}
+    hits = {n: heldout_hits(lists[n], heldout) for n in lists}
     context = ArenaContext(
         dataset.items,
         train,
@@ -318,7 +316,7 @@ def build_panel(
         words=dataset.domain,
         texts=judge_item_texts(dataset),
     )
-    return ArenaPanel(users=users, recs=recs, evidence=evidence, context=context)
+    return ArenaSample(users=users, lists=lists, hits=hits, context=context)
 
 
 def plan_comparisons(users: Sequence[int], auc: Mapping[str, float], config: ArenaConfig) -> pd.DataFrame:
@@ -339,44 +337,43 @@ def _aspects(config: ArenaConfig) -> list[str] | dict[str, str] | None:
 
 
 def judge_comparisons(
-    judge: Judge, panel: ArenaPanel, comparisons: pd.DataFrame, config: ArenaConfig, with_analysis: bool = False
+    judge: Judge, sample: ArenaSample, comparisons: pd.DataFrame, config: ArenaConfig, with_analysis: bool = False
 ) -> tuple[pd.DataFrame, list[str]]:
     """(one row per (comparison, order), the aspect keys + overall): each row of ``comparisons`` (user, x, y, any
     other columns) judged on ``config.aspects``, in both orders when ``config.both_orders`` else with x shown as A."""
-    pairwise = PairwiseJudge(judge, panel.context, aspects=_aspects(config), k=config.top_k)
+    pairwise = PairwiseJudge(judge, sample.context, aspects=_aspects(config), k=config.top_k)
     raw = pairwise.judge(
-        comparisons, panel.recs, both_orders=config.both_orders, evidence=panel.evidence, with_analysis=with_analysis
+        comparisons, sample.lists, both_orders=config.both_orders, evidence=sample.hits, with_analysis=with_analysis
     )
     return raw.merge(comparisons, on=["user", "x", "y"], how="left"), [*pairwise.aspect_keys, OVERALL]
 
 
-def _judge_absolute(judge: Judge, panel: ArenaPanel, models: Sequence[str], config: ArenaConfig) -> pd.DataFrame:
+def _judge_absolute(judge: Judge, sample: ArenaSample, models: Sequence[str], config: ArenaConfig) -> pd.DataFrame:
     """Score each of ``models``' lists alone in [0, 1] (Figure 6); the truth attached is the held-out share."""
     k = config.top_k
-    judged = {m: panel.recs[m] for m in models}
-    share = {n: {u: h / k for u, h in panel.evidence[n].items()} for n in judged}
-    return AbsoluteJudge(judge, panel.context, aspects=_aspects(config), k=k).score(panel.users, judged, truth=share)
+    judged = {m: sample.lists[m] for m in models}
+    share = {n: {u: h / k for u, h in sample.hits[n].items()} for n in judged}
+    return AbsoluteJudge(judge, sample.context, aspects=_aspects(config), k=k).score(sample.users, judged, truth=share)
 
 
 # ----------------------------------------------------------------------------------------------- CIs
 def arena_table(
     outcomes: pd.DataFrame, column: str = OVERALL, by: Sequence[str] = ("x", "y"), n_boot: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
-    """One row per comparison (``by``): n, Win/Tie/Lose % each with its 95 % Wilson interval, Q with its
-    percentile-bootstrap interval, and the rank of Q (1 = best)."""
-    rows = []
+    """Per comparison (``by``), one row per measure (:func:`~recjudge_utils.metrics.pairwise.wtl_summary`): Win / Tie
+    / Lose % each with its 95 % Wilson interval and Q with its percentile-bootstrap interval, over the comparison's
+    ``n`` judged outcomes (``n_unjudged`` the others); ``rank``, on each of its rows, is the comparison's rank by Q
+    (1 = best)."""
+    frames = []
     for keys, grp in outcomes.groupby(list(by), sort=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
         vals = [None if pd.isna(v) else v for v in grp[column]]
-        rows.append({**dict(zip(by, keys, strict=True)), **wtl_summary(vals, n_boot=n_boot, seed=seed)})
-    table = pd.DataFrame(rows)
-    if len(table):
-        n = table["n"].to_numpy(dtype=float)
-        for part in ("tie", "lose"):  # wtl_summary gives the win share's interval; these from the same counts
-            low, high = wilson(np.round(table[part].to_numpy(dtype=float) * n / 100), n)
-            table[f"{part}_lo"], table[f"{part}_hi"] = 100 * low, 100 * high
-        table["rank"] = table["Q"].rank(ascending=False, method="min")
-    return table
+        frames.append(wtl_summary(vals, n_boot=n_boot, seed=seed).assign(**dict(zip(by, keys, strict=True))))
+    if not frames:  # no comparison: no row, the same columns with their types
+        frames.append(wtl_summary([]).iloc[:0].assign(**dict.fromkeys(by)))
+    table = pd.concat(frames, ignore_index=True)[[*by, *WTL_COLUMNS]]
+    rank = table.loc[table["measure"] == "Q", "value"].rank(ascending=False, method="min").to_numpy()
+    return table.assign(rank=np.repeat(rank, len(WTL_MEASURES)))  # each comparison's rows are its measures in order
 
 
 def _source_frame(raw: pd.DataFrame, adjudicated: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -406,21 +403,19 @@ def outcome_tables(
 
 
 def consistency_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
-    """Per comparison (x, y) and overall ("all"): how often both orders agree (``consistency`` with its Wilson CI,
-    over games whose two orders were both parsed), how often the judge answers 'A wins' whatever A is
-    (``a_wins_share``, over parsed answers) and the unparsed rate."""
+    """Per comparison (x, y) and overall ("all"), one row per measure (:func:`~recjudge_utils.protocols.pairwise.
+    position_summary`): how often both orders agree (``consistency`` with its Wilson CI, over the ``n`` games whose
+    two orders were both parsed), how often the judge answers 'A wins' whatever A is (``a_wins_share``, over the
+    ``n`` parsed answers) and the unparsed rate (``unparsed_rate``, over the ``n`` answers)."""
     if raw.empty:
-        return pd.DataFrame(
-            columns=["x", "y", "n_both_parsed", "consistency", "a_wins_share", "unparsed_rate", "consistency_lo",
-                     "consistency_hi"]
-        )  # fmt: skip
+        return pd.DataFrame(columns=POSITION_COLUMNS)
     summary = position_summary(raw, key, first_verdict="A wins")
-    return summary.rename(columns={"first_share": "a_wins_share"})
+    return summary.assign(measure=summary["measure"].replace("first_share", "a_wins_share"))
 
 
 def _a_wins_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
-    """Overall (x = y = "all") and per comparison: of the parsed verdicts naming a winner, how many (``n_named``) and
-    the share naming A with its 95 % Wilson interval. With both orders judged each list is A as often as B, so a
+    """Overall (x = y = "all") and per comparison, one row (measure ``a_share``): of the ``n`` parsed verdicts naming a
+    winner, the share naming A with its 95 % Wilson interval. With both orders judged each list is A as often as B, so a
     judge without position bias names A in half of them; ties are left out because they name no position."""
     parsed = raw[raw["status"] == "parsed"]
     groups = [("all", "all", parsed)] + [(x, y, g) for (x, y), g in parsed.groupby(["x", "y"], sort=False)]
@@ -429,8 +424,8 @@ def _a_wins_table(raw: pd.DataFrame, key: str = OVERALL) -> pd.DataFrame:
         verdicts = g[f"verdict_{key}"]
         k, n = int((verdicts == "A wins").sum()), int(verdicts.isin(["A wins", "B wins"]).sum())
         lo, hi = wilson(k, n)
-        rows.append({"x": x, "y": y, "n_named": n, "share": k / n if n else np.nan, "share_lo": lo, "share_hi": hi})
-    return pd.DataFrame(rows)
+        rows.append((x, y, "a_share", k / n if n else np.nan, lo, hi, n))
+    return pd.DataFrame(rows, columns=POSITION_COLUMNS)
 
 
 def paper_correlations(draws: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -496,7 +491,7 @@ def separation(
 
 # ----------------------------------------------------------------------------------------------- the run
 def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
-    """Train (or load) every recommender, evaluate offline, judge the panel, and compute every table's numbers."""
+    """Train (or load) every recommender, evaluate offline, judge the sample, and compute every table's numbers."""
     if (why := lacking(config.baseline, dataset)) is not None:
         raise ValueError(f"the baseline {config.baseline!r} cannot be trained on {dataset.label}: it needs {why}")
     cfg = keep_usable(config, dataset)  # a model the data cannot train: one line, left out
@@ -510,11 +505,11 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     offline, per_user = _offline_metrics(dataset, models, train, test, cfg)
     timings["offline metrics"] = time.perf_counter() - t0
 
-    panel = build_panel(dataset, models, train, test, cfg)
+    sample = build_sample(dataset, models, train, test, cfg)
     auc = dict(zip(offline["rs"], offline["auc"], strict=True))
-    comparisons = plan_comparisons(panel.users, auc, cfg)
+    comparisons = plan_comparisons(sample.users, auc, cfg)
     t0 = time.perf_counter()
-    raw, keys = judge_comparisons(judge, panel, comparisons, cfg)
+    raw, keys = judge_comparisons(judge, sample, comparisons, cfg)
     timings["judge pairwise"] = time.perf_counter() - t0
     print(f"pairwise judging: {len(raw)} calls in {timings['judge pairwise']:.1f} s")
     adjudicated = pd.DataFrame()
@@ -525,7 +520,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     if cfg.absolute:
         t0 = time.perf_counter()
         # Figure 6 compares the non-baseline models
-        absolute = _judge_absolute(judge, panel, [m for m in cfg.recommenders if m != cfg.baseline], cfg)
+        absolute = _judge_absolute(judge, sample, [m for m in cfg.recommenders if m != cfg.baseline], cfg)
         timings["judge absolute"] = time.perf_counter() - t0
         print(f"absolute judging: {len(absolute)} calls in {timings['judge absolute']:.1f} s")
 
@@ -533,8 +528,8 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
     correlation = []
     for source in dict.fromkeys(["x_first", cfg.main_source]):
         versus = outcomes[(outcomes["source"] == source) & (outcomes["aspect"] == OVERALL)]
-        versus = versus[versus["kind"] == "vs_baseline"]
-        q = versus["Q"].to_numpy(dtype=float)
+        versus = versus[(versus["kind"] == "vs_baseline") & (versus["measure"] == "Q")]
+        q = versus["value"].to_numpy(dtype=float)
         r, p = pearson(versus["x"].map(auc).to_numpy(dtype=float), q)
         correlation.append({"source": source, "n_models": int(np.isfinite(q).sum()), "r": r, "p": p})
     close = _closest_pairs(auc, 1, exclude=[cfg.baseline])
@@ -549,7 +544,7 @@ def run(judge: Judge, dataset: Dataset, config: ArenaConfig) -> ArenaRun:
         data_label=dataset.display_label,
         timings=timings,
         dataset_name=dataset.name,
-        panel=panel,
+        sample=sample,
         offline=offline,
         offline_per_user=per_user,
         comparisons=comparisons,

@@ -38,6 +38,7 @@ import pandas as pd
 
 from recjudge_utils.experiments.results import RESULTS_FILE, USAGE_FILE, read_results
 from recjudge_utils.judge.records import UNUSABLE_SHARE_FLAG
+from recjudge_utils.judge.usage import summed_usage
 from recjudge_utils.metrics.agreement import krippendorff_alpha_ci, raw_agreement_ci, weighted_kappa_ci
 from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.paper_tables import paper_table
@@ -164,16 +165,14 @@ class StoredRun:
         return self.shown_as or short_judge_name(self.judge)
 
     def usage(self) -> dict[str, Any]:
-        """The sum of its notebooks' ``usage.json`` (what their last execution cost); cost None when none priced."""
+        """The sum of its notebooks' ``usage.json`` (what their last execution cost,
+        :func:`~recjudge_utils.judge.usage.summed_usage`); cost None when none priced."""
         usage = [
             json.loads(p.read_text(encoding="utf-8"))
             for p in sorted((self.folder or runs_dir() / self.name).glob(f"*/{USAGE_FILE}"))
             if p.parent.name in self.results
         ]
-        totals = {key: sum(u[key] for u in usage if u.get(key) is not None) for key in {k for u in usage for k in u}}
-        if "cost_usd" in totals and not any(u.get("cost_usd") is not None for u in usage):
-            totals["cost_usd"] = None
-        return totals
+        return summed_usage(usage)
 
 
 def run_dataset(manifest: Mapping[str, Any]) -> str:

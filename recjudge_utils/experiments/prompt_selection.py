@@ -38,6 +38,7 @@ from recjudge_utils.data._common import DataFormatError
 from recjudge_utils.data.serendipity2018 import PAPER_G_COUNTS
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
+from recjudge_utils.judge.usage import template_usage
 from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.pairwise import paired_difference
 from recjudge_utils.paper_tables import paper_table
@@ -197,9 +198,16 @@ def g_counts(counts: pd.Series, paper: dict[int, int] = PAPER_G_COUNTS) -> pd.Da
 
 
 def _best_constant(baselines: pd.DataFrame, metric: str) -> tuple[str, int, float]:
-    values = baselines[metric].astype(float)
+    rows = baselines.loc[baselines["measure"] == metric].set_index("predictor")
+    values = rows["value"].astype(float)
     name = str(values.idxmin() if metric == "mae" else values.idxmax())
-    return name, int(baselines.loc[name, "level"]), float(values[name])
+    return name, int(rows.loc[name, "level"]), float(values[name])
+
+
+#: the headline measures per template and how each interval is made (acc3: a share over a few pairs, the Wilson
+#: interval, as a bootstrap one collapses when every answer agrees)
+_RESULTS = {"mae": "95% percentile bootstrap", "acc3": "95% Wilson", "kappa_qw": "95% percentile bootstrap",
+            "unparsed_rate": None}  # fmt: skip
 
 
 @dataclass(kw_only=True)
@@ -215,13 +223,19 @@ class PromptSelectionRun(Run):
     #: people's labels the labelled ones and their consensus (the data's g kept as ``data_g``)
     eval_pairs: pd.DataFrame
     scores: dict[str, pd.DataFrame]  # per template, one row per pair of ``eval_pairs``, in its order
-    summary: pd.DataFrame  # one row per template: MAE / acc3 with CIs, kappa, unparsed, usage
-    baselines: pd.DataFrame  # constant predictors on the same pairs, with the ``level`` each always answers
+    #: per template and measure (:func:`~recjudge_utils.metrics.judge_scores.summarize_templates`: MAE, acc3 and
+    #: kappa with CIs, unparsed rate, ...), then ``mae_selection`` (:func:`select_template`'s key) and
+    #: ``mae_expected_gain`` (the expected score's MAE minus the argmax's on the same pairs)
+    summary: pd.DataFrame
+    usage: pd.DataFrame  # per template: calls, tokens, cost and judge time (``template_usage``), and ``wall_s``
+    #: the constant predictors on the same pairs, per ``predictor`` and ``level`` (the score it always answers) the
+    #: measures of :func:`~recjudge_utils.metrics.judge_scores.summarize_predictions`
+    baselines: pd.DataFrame
     selected: str | None  # None: no template produced a single parsed answer
     overlapping: list[str]  # templates whose MAE CI overlaps the selected one's
     template_tests: pd.DataFrame  # the selected template against each other one (see :func:`template_tests`)
-    #: per template: its MAE minus the best constant predictor's, paired over the pairs it parsed (diff, diff_lo,
-    #: diff_hi: percentile bootstrap; NaN with fewer than two parsed)
+    #: per template (the index): its MAE minus the best constant predictor's, paired over the ``n`` pairs it parsed
+    #: (value, low, high: percentile bootstrap; NaN with fewer than two parsed)
     versus_constant: pd.DataFrame
     judging: pd.DataFrame  # per template: pairs, calls, cache_hits, status (count per status), prompt versions
     distribution: pd.DataFrame  # :func:`~recjudge_utils.metrics.judge_scores.score_distribution` of g and scores
@@ -278,8 +292,13 @@ class PromptSelectionRun(Run):
     @property
     def mae_ci_width(self) -> float:
         """The mean width of the templates' MAE CIs (NaN when none has one)."""
-        width = (self.summary["mae_hi"] - self.summary["mae_lo"]).astype(float)
+        mae = self.measure("mae")
+        width = (mae["high"] - mae["low"]).astype(float)
         return float(width.mean()) if width.notna().any() else float("nan")
+
+    def measure(self, name: str) -> pd.DataFrame:
+        """One measure of :attr:`summary` per template (the index, in the run's order): value, low, high, n."""
+        return js.measure_by(self.summary, name, "template")
 
     def levels_used(self, template: str) -> list[int]:
         """The score levels the template's parsed answers used, in order."""
@@ -302,19 +321,11 @@ class PromptSelectionRun(Run):
     def results(self) -> list[Result]:
         """Per template: MAE (bootstrap CI), accuracy (Wilson CI), kappa (bootstrap CI), unparsed; the selection."""
         out = []
-        for t, r in self.summary.iterrows():
-            boot = "95% percentile bootstrap"
-            out.append(result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], boot, template=str(t)))
-            # a share over a few pairs: the Wilson interval (a bootstrap one collapses when every answer agrees)
-            out.append(
-                result("acc3", r["acc3"], r.get("acc3_wilson_lo"), r.get("acc3_wilson_hi"), r["n_parsed"],
-                       "95% Wilson", template=str(t))
-            )  # fmt: skip
-            out.append(
-                result("kappa_qw", r["kappa_qw"], r.get("kappa_lo"), r.get("kappa_hi"), r["n_parsed"],
-                       "95% percentile bootstrap", template=str(t))
-            )  # fmt: skip
-            out.append(result("unparsed_rate", r["unparsed_rate"], n=r["n"], template=str(t)))
+        for t, rows in self.summary.groupby("template", sort=False):
+            by = rows.set_index("measure")
+            for measure, interval in _RESULTS.items():
+                r = by.loc[measure]
+                out.append(result(measure, r["value"], r["low"], r["high"], r["n"], interval, template=str(t)))
         if self.selected is not None:
             out.append(result("selected", float(TEMPLATES.index(self.selected)), template=self.selected))
         return out
@@ -340,8 +351,8 @@ class PromptSelectionRun(Run):
 
 def template_tests(scores: dict[str, pd.DataFrame], truth: np.ndarray, selected: str, seed: int) -> pd.DataFrame:
     """The selected template against each other one, on the pairs both parsed: McNemar's exact test on three-class
-    correctness (statsmodels), the paired MAE difference with its bootstrap CI, and Holm-adjusted p-values over
-    the comparisons (``multipletests``)."""
+    correctness (statsmodels), the paired MAE difference with its bootstrap CI (``MAE difference``, ``low``,
+    ``high``), and Holm-adjusted p-values over the comparisons (``multipletests``)."""
     best = scores[selected]["score"].to_numpy(dtype=float)
     rows = []
     for t, frame in scores.items():
@@ -363,7 +374,7 @@ def template_tests(scores: dict[str, pd.DataFrame], truth: np.ndarray, selected:
         rows.append(
             {"selected": selected, "other": t, "n both parsed": int(both.sum()),
              "only selected right": table[0][1], "only other right": table[1][0], "McNemar p": float(test.pvalue),
-             "MAE difference": diff.point, "MAE diff low": diff.low, "MAE diff high": diff.high}
+             "MAE difference": diff.point, "low": diff.low, "high": diff.high}
         )  # fmt: skip
     out = pd.DataFrame(rows)
     if "McNemar p" in out and out["McNemar p"].notna().any():
@@ -412,20 +423,21 @@ def run(
             member_scores = member_scores.assign(truth=reference.of(member_scores))
     truth = eval_pairs["g"].to_numpy(dtype=float)
     summary = js.summarize_templates(scores, truth, n_boot=cfg.n_boot, seed=cfg.seed)
-    summary["wall_s"] = pd.Series(wall).round(1)
-    summary["mae_selection"] = pd.Series({t: js.mae_unparsed_at_worst(f["score"], truth) for t, f in scores.items()})
-    summary["mae_expected_gain"] = summary["mae_expected"] - summary["mae_argmax_same"]
+    summary = _with_selection_keys(summary, scores, truth)
+    usage = template_usage(scores).assign(wall_s=pd.Series(wall).round(1))
 
     rest = data.pairs.loc[~data.pairs.index.isin(judged.index), "g"]
     majority = int(rest.value_counts().sort_index().idxmax())
     levels = {f"constant {majority} (majority g of unjudged pairs)": majority, "constant 3 (neutral)": 3}
-    baselines = pd.DataFrame(
-        {
-            name: js.summarize_predictions(js.constant_predictions(truth, lv), truth, n_boot=cfg.n_boot, seed=cfg.seed)
+    baselines = pd.concat(
+        [
+            js.summarize_predictions(
+                js.constant_predictions(truth, lv), truth, n_boot=cfg.n_boot, seed=cfg.seed
+            ).assign(predictor=name, level=lv)[["predictor", "level", *js.MEASURE_COLUMNS]]
             for name, lv in levels.items()
-        }
-    ).T
-    baselines["level"] = pd.Series(levels)
+        ],
+        ignore_index=True,
+    )
     _, floor, _ = _best_constant(baselines, "mae")
     versus = {t: _versus_constant(f["score"], truth, floor, cfg.n_boot, cfg.seed) for t, f in scores.items()}
     judging = [
@@ -445,6 +457,7 @@ def run(
         eval_pairs=eval_pairs,
         scores=scores,
         summary=summary,
+        usage=usage,
         baselines=baselines,
         selected=selected,
         overlapping=overlapping,
@@ -462,23 +475,42 @@ def run(
 
 
 def _versus_constant(score: pd.Series, truth: np.ndarray, level: int, n_boot: int, seed: int) -> dict[str, float]:
-    """The MAE of ``score`` minus that of always answering ``level``, paired over the parsed pairs, with its
-    percentile-bootstrap CI (diff, diff_lo, diff_hi; the interval below 0 favours the judge)."""
+    """The MAE of ``score`` minus that of always answering ``level``, paired over the ``n`` parsed pairs, with its
+    percentile-bootstrap CI (value, low, high; the interval below 0 favours the judge)."""
     s = score.to_numpy(dtype=float)
     ok = ~np.isnan(s)
     d = paired_difference(np.abs(s[ok] - truth[ok]), np.abs(level - truth[ok]), n_boot=n_boot, seed=seed)
-    return {"diff": d.point, "diff_lo": d.low, "diff_hi": d.high}
+    return {"value": d.point, "low": d.low, "high": d.high, "n": int(ok.sum())}
+
+
+def _with_selection_keys(summary: pd.DataFrame, scores: Mapping[str, pd.DataFrame], truth: np.ndarray) -> pd.DataFrame:
+    """``summary`` with two measures more per template, after its others: ``mae_selection`` (every pair, an unparsed
+    answer at its worst error: :func:`select_template`'s key) and, where the template has expected scores,
+    ``mae_expected_gain`` (their MAE minus the argmax's on the same pairs)."""
+    frames = []
+    for t, frame in scores.items():
+        rows = summary.loc[summary["template"] == t]
+        by = rows.set_index("measure")
+        extra = [(t, "mae_selection", js.mae_unparsed_at_worst(frame["score"], truth), np.nan, np.nan, len(frame))]
+        if "mae_expected" in by.index:
+            expected, argmax = by.loc["mae_expected"], by.loc["mae_argmax_same"]
+            extra.append((t, "mae_expected_gain", expected["value"] - argmax["value"], np.nan, np.nan, expected["n"]))
+        frames += [rows, pd.DataFrame(extra, columns=summary.columns)]
+    return pd.concat(frames, ignore_index=True).astype(summary.dtypes.to_dict()) if frames else summary
 
 
 def select_template(summary: pd.DataFrame) -> tuple[str | None, list[str]]:
     """The template with the lowest selection MAE (unparsed answers at their worst error; ties: the parsed MAE, then
     the unparsed rate) among those with a parsed answer, and the templates whose MAE CI overlaps its; ``(None, [])``
     when no template produced a parsed answer."""
-    ranked = summary[summary["n_parsed"] > 0].sort_values(["mae_selection", "mae", "unparsed_rate"])
+    value = summary.pivot(index="template", columns="measure", values="value")
+    mae = js.measure_by(summary, "mae", "template")
+    parsed = mae.index[mae["n"] > 0]
+    ranked = value.loc[parsed].sort_values(["mae_selection", "mae", "unparsed_rate"])
     if ranked.empty:
         return None, []
-    best = ranked.iloc[0]
-    overlapping = [str(t) for t in ranked.index[1:] if ranked.loc[t, "mae_lo"] <= best["mae_hi"]]
+    best = mae.loc[ranked.index[0]]
+    overlapping = [str(t) for t in ranked.index[1:] if mae.loc[t, "low"] <= best["high"]]
     return str(ranked.index[0]), overlapping
 
 
@@ -494,14 +526,14 @@ def save_selection(run: PromptSelectionRun, path: str | Path | None = None) -> P
             judge_model=run.judge_name,
             data=run.data_label,
         )
-    best = run.summary.loc[run.selected]
+    mae, value = run.measure("mae").loc[run.selected], run.measure("unparsed_rate").loc[run.selected, "value"]
     return save_selected_template(
         run.selected,
         path,
-        mae=float(best["mae"]),
-        mae_ci=[float(best["mae_lo"]), float(best["mae_hi"])],
-        acc3=float(best["acc3"]),
-        unparsed_rate=float(best["unparsed_rate"]),
+        mae=float(mae["value"]),
+        mae_ci=[float(mae["low"]), float(mae["high"])],
+        acc3=float(run.measure("acc3").loc[run.selected, "value"]),
+        unparsed_rate=float(value),
         judge_model=run.judge_name,
         data=run.data_label,
         data_is_real=bool(run.data.is_real),

@@ -55,8 +55,9 @@ from recjudge_utils.experiments.steps import (
 )
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.lists import write_trec_runs
-from recjudge_utils.metrics.correlation import Correlation, spearman_ci
-from recjudge_utils.metrics.serendipity_at_k import METRICS, per_user_metrics, summarise
+from recjudge_utils.metrics.correlation import spearman_ci
+from recjudge_utils.metrics.estimate import Estimate
+from recjudge_utils.metrics.serendipity_at_k import METRICS, of_measure, per_user_metrics, summarise
 from recjudge_utils.paths import book_lists_dir, current_run_dir
 from recjudge_utils.recommenders import RECOMMENDERS
 from recjudge_utils.recommenders.base import Recommender
@@ -90,7 +91,6 @@ __all__ = [
     "write_lists",
 ]
 
-SERENDIPITY_METRICS = ("p_ser", "n_ser", "avg")  # computed over the judged users only
 #: every Avg.Score@20 of the paper's Table 3 (each RS and dataset) lies in 2.131-2.387: this range, rounded
 PAPER_AVG_RANGE = (2.1, 2.4)
 
@@ -360,23 +360,21 @@ class ReevaluationRun(Run):
     recs: pd.DataFrame
     judgments: pd.DataFrame
     per_user: pd.DataFrame
-    summary: pd.DataFrame  # per RS: the five Table 3 metrics with their CIs (m, m_lo, m_hi), users, unparsed
+    summary: pd.DataFrame  # per RS and measure (serendipity_at_k.summarise): Table 3's five with CIs, unparsed
     random_tests: pd.DataFrame  # each RS against Random on P_ser over the judged users
     examples_source: FewShotSource | None = None  # the few-shot examples judged with, and why (None: none judged)
     #: Spearman's rho of P_acc and P_ser across the RSs with a P_ser, its Fisher-z CI and n (None: fewer than 3)
-    accuracy_serendipity_rho: Correlation | None = None
+    accuracy_serendipity_rho: Estimate | None = None
     #: per fold with a UAUM: its tuned unexpectedness weight and the top-10 overlap with plain SVD
     uaum_checks: pd.DataFrame | None = None
 
     def results(self) -> list[Result]:
         """Per RS: the five Table 3 metrics with their bootstrap CIs over users, and the unparsed count."""
-        out = []
-        for _, r in self.summary.iterrows():
-            for m in METRICS:
-                n = r["users_judged"] if m in SERENDIPITY_METRICS else r["users_acc"]
-                out.append(result(m, r[m], r[f"{m}_lo"], r[f"{m}_hi"], n, "95% bootstrap over users", rs=str(r["rs"])))
-            out.append(result("unparsed", r["unparsed"], rs=str(r["rs"])))
-        return out
+        return [
+            result(r.measure, r.value, r.low, r.high, r.n, "95% bootstrap over users" if r.measure in METRICS else None,
+                   rs=str(r.rs))
+            for r in self.summary.itertuples(index=False)
+        ]  # fmt: skip
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
         """The judged pairs' scores (None when unparsed), fold by fold."""
@@ -486,11 +484,12 @@ def run(judge: Judge, data: ReevaluationData, config: ReevaluationConfig | None 
     )
 
 
-def accuracy_serendipity_rho(summary: pd.DataFrame) -> Correlation | None:
+def accuracy_serendipity_rho(summary: pd.DataFrame) -> Estimate | None:
     """Spearman's rho of Precision_acc and Precision_ser across the RSs with a Precision_ser, with its Fisher-z
     interval (None with fewer than three such RSs)."""
-    with_ser = summary.dropna(subset=["p_ser"])
-    return spearman_ci(with_ser["p_acc"], with_ser["p_ser"]) if len(with_ser) >= 3 else None
+    acc = of_measure(summary, "p_acc").set_index("rs")["value"]
+    with_ser = of_measure(summary, "p_ser").dropna(subset=["value"])
+    return spearman_ci(acc[with_ser["rs"]].to_numpy(), with_ser["value"].to_numpy()) if len(with_ser) >= 3 else None
 
 
 def uaum_checks(folds: Sequence[Fold], fitted: Sequence[dict[str, Trained]]) -> pd.DataFrame:
@@ -517,19 +516,19 @@ def avg_band(summary: pd.DataFrame, band: tuple[float, float] = PAPER_AVG_RANGE)
     """Where the RSs' Avg.Score lies against ``band`` (the paper's range): of the ``n`` RSs with one, how many point
     estimates lie ``points_inside`` it; of the ``with_ci`` RSs with a CI, how many CIs lie wholly ``inside``, wholly
     ``outside`` or ``straddle`` it; ``users``: the fewest judged users any of them rests on (0: none)."""
-    avg = summary.dropna(subset=["avg"])
-    ci = avg.dropna(subset=["avg_lo", "avg_hi"])
+    avg = of_measure(summary, "avg").dropna(subset=["value"])
+    ci = avg.dropna(subset=["low", "high"])
     low, high = band
-    inside = int(((ci["avg_lo"] >= low) & (ci["avg_hi"] <= high)).sum())
-    outside = int(((ci["avg_hi"] < low) | (ci["avg_lo"] > high)).sum())
+    inside = int(((ci["low"] >= low) & (ci["high"] <= high)).sum())
+    outside = int(((ci["high"] < low) | (ci["low"] > high)).sum())
     return {
         "n": len(avg),
-        "points_inside": int(avg["avg"].between(low, high).sum()),
+        "points_inside": int(avg["value"].between(low, high).sum()),
         "with_ci": len(ci),
         "inside": inside,
         "outside": outside,
         "straddle": len(ci) - inside - outside,
-        "users": int(avg["users_judged"].min()) if len(avg) else 0,
+        "users": int(avg["n"].min()) if len(avg) else 0,
     }
 
 
@@ -545,14 +544,14 @@ class RandomFloor:
 
 def random_floor(summary: pd.DataFrame) -> RandomFloor | None:
     """Which RSs clear Random's Precision_ser by their 95 % CIs (None without Random or another RS with a value)."""
-    ser = summary.dropna(subset=["p_ser"])
+    ser = of_measure(summary, "p_ser").dropna(subset=["value"])
     if "random" not in set(ser["rs"]) or len(ser) < 2:
         return None
     rnd = ser.loc[ser["rs"] == "random"].iloc[0]
-    has_ci = bool(pd.notna(rnd["p_ser_lo"]) and pd.notna(rnd["p_ser_hi"]))
-    others = ser[(ser["rs"] != "random") & ser["p_ser_hi"].notna()]
-    above = [str(rs) for rs in others.loc[others["p_ser_lo"] > rnd["p_ser_hi"], "rs"]] if has_ci else []
-    return RandomFloor(int(rnd["users_judged"]), has_ci, above)
+    has_ci = bool(pd.notna(rnd["low"]) and pd.notna(rnd["high"]))
+    others = ser[(ser["rs"] != "random") & ser["high"].notna()]
+    above = [str(rs) for rs in others.loc[others["low"] > rnd["high"], "rs"]] if has_ci else []
+    return RandomFloor(int(rnd["n"]), has_ci, above)
 
 
 @dataclass(frozen=True)

@@ -31,32 +31,31 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from recjudge_utils.experiments.run import Result, Run, result
+from recjudge_utils.experiments.run import Result, Run
 from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge
+from recjudge_utils.judge.usage import usage_total
 from recjudge_utils.paths import current_run_dir
 
 __all__ = [
     "RESULTS_FILE",
     "SCHEMA",
     "USAGE_FILE",
-    "Result",
     "judge_kind",
     "read_results",
-    "result",
     "write_results",
     "write_run_results",
 ]
 
 SCHEMA = "recjudge-results/1"
 RESULTS_FILE = "results.json"
-#: beside it: what this execution of the notebook cost (calls, cache hits, tokens, dollars); kept apart because a
-#: replay reproduces ``results.json`` exactly while paying for nothing
+#: beside it: what this execution of the notebook cost (calls, cache hits, tokens, dollars: the judge's usage TOTAL,
+#: :func:`~recjudge_utils.judge.usage.usage_total`); kept apart because a replay reproduces ``results.json`` exactly
+#: while paying for nothing
 USAGE_FILE = "usage.json"
 
 
@@ -83,18 +82,9 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _usage_total(judge: Judge) -> dict[str, Any]:
-    summary = getattr(judge, "usage_summary", None)
-    table = summary() if callable(summary) else None
-    if table is None or table.empty:
-        return {}
-    total = table[table["template_id"] == "TOTAL"].iloc[0].drop("template_id").to_dict()
-    return {k: (v.item() if hasattr(v, "item") else v) for k, v in total.items()}
-
-
 def _judgment_counts(judge: Judge) -> dict[str, int]:
     """This notebook's judgments by status (cache hits included): what ``results.json`` records as ``judgments``."""
-    usage = _usage_total(judge)
+    usage = usage_total(judge)
     counts = {
         k: int(usage.get(field) or 0)
         for k, field in (("parsed", "parsed"), ("unparsed", "unparsed"), ("error", "errors"))
@@ -103,7 +93,7 @@ def _judgment_counts(judge: Judge) -> dict[str, int]:
 
 
 def _write_usage(judge: Judge, target: Path) -> None:
-    usage = _usage_total(judge)
+    usage = usage_total(judge)
     if usage:
         target.write_text(json.dumps(_finite(usage), indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -128,7 +118,7 @@ def write_results(
         "experiment": experiment,
         "judge": {"name": profile_name, "model_name": judge_name, "kind": judge_kind(judge_name)},
         "data": data,
-        "results": [asdict(r) for r in results],
+        "results": [r.record() for r in results],
         "items": {k: [dict(row) for row in rows] for k, rows in (items or {}).items()},
         "judgments": _judgment_counts(judge),
     }

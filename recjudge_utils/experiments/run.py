@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from recjudge_utils.metrics.estimate import Estimate
+
 __all__ = ["Result", "Run", "config_from", "result"]
 
 Config = TypeVar("Config")
@@ -57,25 +59,18 @@ def config_from(cls: type[Config], parameters: Mapping[str, Any], **overrides: A
 
 @dataclass(frozen=True)
 class Result:
-    """One headline number: ``metric`` for ``group`` (e.g. ``{"template": "cot"}``), with its CI and n."""
+    """One headline number: ``metric`` for ``group`` (e.g. ``{"template": "cot"}``), its :class:`Estimate` (value,
+    CI, n, how the interval was made)."""
 
     metric: str
-    value: float | None
-    low: float | None = None
-    high: float | None = None
-    n: int | None = None
+    estimate: Estimate
     group: Mapping[str, str | int | float | bool] = field(default_factory=dict)
-    interval: str | None = None
 
-
-def _clean(x: Any) -> float | None:
-    if x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else (v if math.isfinite(v) else (math.inf if v > 0 else -math.inf))
+    def record(self) -> dict[str, Any]:
+        """The row ``results.json`` holds: metric, group, value, low, high, n, interval (NaN written as null)."""
+        e = self.estimate
+        return {"metric": self.metric, "value": e.value, "low": e.low, "high": e.high, "n": e.n,
+                "group": dict(self.group), "interval": e.method}  # fmt: skip
 
 
 def result(
@@ -87,17 +82,13 @@ def result(
     interval: str | None = None,
     **group: Any,
 ) -> Result:
-    """A :class:`Result` with numbers cleaned for JSON (NaN -> null, numpy scalars -> float)."""
+    """A :class:`Result` from the loose numbers a frame holds (numpy scalars, None, NaN); ``interval`` names how the
+    interval was made and is dropped when there is no lower bound."""
     clean_group = {k: (v.item() if hasattr(v, "item") else v) for k, v in group.items()}
-    return Result(
-        metric=metric,
-        value=_clean(value),
-        low=_clean(low),
-        high=_clean(high),
-        n=None if n is None or (isinstance(n, float) and math.isnan(n)) else int(n),
-        group=clean_group,
-        interval=interval if low is not None and _clean(low) is not None else None,
-    )
+    estimate = Estimate.of(value, low, high, n=n, method=interval)
+    if math.isnan(estimate.low):
+        estimate = dataclasses.replace(estimate, method=None)
+    return Result(metric=metric, estimate=estimate, group=clean_group)
 
 
 @dataclass(kw_only=True)

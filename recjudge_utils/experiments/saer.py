@@ -1,6 +1,6 @@
 """SAER's offline evaluation (Liu et al., SIGIR '26): customers, two recommenders, three judge runs.
 
-``run(judge, dataset, SaerConfig(...))`` builds the panel (:func:`build_panel`: customers sampled stratified by
+``run(judge, dataset, SaerConfig(...))`` builds the sample (:func:`build_sample`: customers sampled stratified by
 engagement, each one's context from :mod:`recjudge_utils.protocols.context.saer`, the top-k lists of the
 co-occurrence and the embedding recommender) and asks the judge for
 
@@ -25,8 +25,9 @@ Requests are grouped by template so the backend can reuse each template's fixed 
 in the frames (status "unparsed", label None): every table counts them. Every share comes with its 95% Wilson
 interval and every agreement with its bootstrap CIs, computed here as numbers, and so does every other number the
 chapter shows (the paper's shares with Wilson intervals from its sample sizes, the orders' outcomes, flagged items,
-answers copied from the examples, time and cost). Chapter 5 builds panels and judges them with the same steps
-(:func:`build_panel`, :func:`judge_pointwise`, :func:`judge_pairwise`, :func:`judge_adversarial`). Tables:
+answers copied from the examples; time and cost are counted by :func:`recjudge_utils.judge.usage.time_cost`).
+Chapter 5 builds samples and judges them with the same steps
+(:func:`build_sample`, :func:`judge_pointwise`, :func:`judge_pairwise`, :func:`judge_adversarial`). Tables:
 :mod:`recjudge_utils.reporting.saer`.
 """
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from itertools import combinations
@@ -52,6 +53,7 @@ from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.experiments.steps import top_lists
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
+from recjudge_utils.judge.usage import TimeCost, time_cost
 from recjudge_utils.metrics.agreement import agreement, pairwise_order
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import TIE, is_missing, position_consistency
@@ -83,13 +85,13 @@ __all__ = [
     "PAPER_CALLS",
     "PAPER_LISTS",
     "SAER_MODELS",
+    "SHARE_COLUMNS",
     "SIM_HELDOUT",
     "SaerConfig",
-    "SaerPanel",
     "SaerRun",
-    "TimeCost",
+    "SaerSample",
     "WordCounts",
-    "build_panel",
+    "build_sample",
     "fit_recommenders",
     "is_paper_data",
     "judge_adversarial",
@@ -249,7 +251,7 @@ def is_paper_data(dataset: Dataset) -> bool:
 
 
 @dataclass(frozen=True)
-class SaerPanel:
+class SaerSample:
     """What every SAER task judges: the sampled customers, their contexts, the two algorithms' lists and, when a
     future is held out, how many held-out future positives each list holds (the truth a simulated judge answers
     from)."""
@@ -262,7 +264,7 @@ class SaerPanel:
     lists: dict[str, dict[int, list[int]]]
     heldout: int  # each customer's last interactions held out of context and training (0: none)
     hits: dict[str, dict[int, int]] | None  # None when nothing is held out (no truth)
-    #: the dataset the panel is drawn from: its card and items say which fields the judge's item lines show
+    #: the dataset the sample is drawn from: its card and items say which fields the judge's item lines show
     dataset: Dataset | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -282,7 +284,7 @@ class SaerPanel:
         }
 
 
-def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] | None = None) -> SaerPanel:
+def build_sample(dataset: Dataset, config: SaerConfig, timings: dict[str, float] | None = None) -> SaerSample:
     """Sample ``config.n_customers`` customers (with at least ``config.min_interactions``), hold out each one's last
     ``config.heldout`` interactions (none when 0; resolve None first with :meth:`SaerConfig.resolved`), build the
     contexts, fit both algorithms on the rest and take their top-k lists; ``timings`` (when given) receives the
@@ -314,7 +316,7 @@ def build_panel(dataset: Dataset, config: SaerConfig, timings: dict[str, float] 
     if timings is not None:
         timings["load data"] = t1 - t0
         timings["fit recommenders"] = time.perf_counter() - t1
-    return SaerPanel(
+    return SaerSample(
         saer_variant(dataset.domain),
         dataset.domain,
         customers,
@@ -336,14 +338,19 @@ def _main_first(config: SaerConfig) -> list[str]:
     return [config.main_version] + [v for v in config.prompt_versions if v != config.main_version]
 
 
-def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.DataFrame:
+def judge_pointwise(judge: Judge, sample: SaerSample, config: SaerConfig) -> pd.DataFrame:
     """One label per (prompt version, algorithm, customer): the main version, and every other one with
     ``config.pointwise_ablation``; the truth attached (when a future is held out) is the label the list's held-out
     hits imply."""
     versions = _main_first(config) if config.pointwise_ablation else [config.main_version]
     parts = [
-        SaerPointwise(panel.domain, version, system="algorithm").play(
-            judge, panel.contexts, panel.catalogue, {a: panel.lists[a] for a in ALGORITHMS}, panel.users, panel.hits
+        SaerPointwise(sample.domain, version, system="algorithm").play(
+            judge,
+            sample.contexts,
+            sample.catalogue,
+            {a: sample.lists[a] for a in ALGORITHMS},
+            sample.users,
+            sample.hits,
         )
         for version in versions
     ]
@@ -351,16 +358,16 @@ def judge_pointwise(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.Da
 
 
 def judge_pairwise(
-    judge: Judge, panel: SaerPanel, config: SaerConfig, both_orders: bool = True
+    judge: Judge, sample: SaerSample, config: SaerConfig, both_orders: bool = True
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Each customer's two lists compared with the main prompt (co-occurrence as Set 1, then, with ``both_orders``,
     embedding as Set 1); returns (one row per call, one row per customer adjudicated by
     :func:`~recjudge_utils.protocols.pairwise.games`: the winner in each order, the adjudicated winner and whether
     the orders agreed)."""
     version = config.main_version
-    tpl = load_template(panel.domain, "pairwise", version)
+    tpl = load_template(sample.domain, "pairwise", version)
     a, b = ALGORITHMS
-    hits = panel.hits
+    hits = sample.hits
     games_ = [
         Game(
             case={"user": u, "prompt_version": version},
@@ -369,7 +376,7 @@ def judge_pairwise(
             x_evidence=None if hits is None else hits[a][u],
             y_evidence=None if hits is None else hits[b][u],
         )
-        for u in panel.users
+        for u in sample.users
     ]
 
     def build(
@@ -384,7 +391,7 @@ def judge_pairwise(
             "task": "pairwise",
         }
         return pairwise_request(
-            tpl, panel.contexts[u], panel.lists[first][u], panel.lists[second][u], panel.catalogue, metadata, truth
+            tpl, sample.contexts[u], sample.lists[first][u], sample.lists[second][u], sample.catalogue, metadata, truth
         )
 
     raw = judge_games(
@@ -433,13 +440,13 @@ def judge_pairwise(
     return calls, adjudicated
 
 
-def judge_adversarial(judge: Judge, panel: SaerPanel, config: SaerConfig) -> pd.DataFrame:
+def judge_adversarial(judge: Judge, sample: SaerSample, config: SaerConfig) -> pd.DataFrame:
     """Each of the first ``config.n_adversarial`` customers' genuine list against the same algorithm's list for
     another customer, in a random position, under every prompt version; the truth is the genuine list."""
-    n_adv = config.n_adversarial or len(panel.users)
-    pairs = adversarial_pairs(panel.users[:n_adv] if n_adv >= 2 else panel.users, ALGORITHMS, seed=config.seed)
+    n_adv = config.n_adversarial or len(sample.users)
+    pairs = adversarial_pairs(sample.users[:n_adv] if n_adv >= 2 else sample.users, ALGORITHMS, seed=config.seed)
     parts = [
-        SaerAdversarial(panel.domain, version).play(judge, pairs, panel.contexts, panel.catalogue, panel.lists)
+        SaerAdversarial(sample.domain, version).play(judge, pairs, sample.contexts, sample.catalogue, sample.lists)
         for version in _main_first(config)
     ]
     return pd.concat(parts, ignore_index=True)
@@ -473,12 +480,16 @@ def _label_shares(pointwise: pd.DataFrame, version: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Table 2's outcomes: column stem -> the winner it counts
+#: the columns of Table 2's and 3's frames after their group column: one row per group and measure
+SHARE_COLUMNS = ("measure", "value", "low", "high", "n", "n_unparsed")
+#: Table 2's outcomes: measure -> the winner it counts
 _PAIRWISE_OUTCOMES = {"cooccurrence_win": ALGORITHMS[0], "embedding_win": ALGORITHMS[1], "tie": TIE}
 
 
 def _pairwise_shares(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
-    """Table 2: per scope (raw calls, adjudicated pairs) the percent of each outcome among parsed ones (Wilson)."""
+    """Table 2: per scope (raw calls, then adjudicated pairs) and outcome (``measure``: a key of
+    :data:`_PAIRWISE_OUTCOMES`) the percent among parsed ones (``value``) with its Wilson ``low``, ``high``; ``n``:
+    the parsed ones, ``n_unparsed``: the others of the scope."""
     raw = calls.loc[calls["status"] == "parsed", "winner"].to_numpy()
     adj = adjudicated["adjudicated"].dropna().to_numpy()
     rows = []
@@ -486,11 +497,9 @@ def _pairwise_shares(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataF
         (f"ours raw ({len(calls)} calls)", raw, len(calls)),
         (f"ours adjudicated ({len(adjudicated)} pairs)", adj, len(adjudicated)),
     ):
-        row: dict[str, Any] = {"scope": scope, "n_parsed": len(values), "n_unparsed": n_total - len(values)}
         for key, label in _PAIRWISE_OUTCOMES.items():
-            row[f"{key}_%"], row[f"{key}_lo"], row[f"{key}_hi"] = _share(values == label)
-        rows.append(row)
-    return pd.DataFrame(rows)
+            rows.append((scope, key, *_share(values == label), len(values), n_total - len(values)))
+    return pd.DataFrame(rows, columns=["scope", *SHARE_COLUMNS])
 
 
 def _position(calls: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
@@ -518,23 +527,24 @@ def _pct(indicator: Any) -> float:
 
 
 def _adversarial_shares(adversarial: pd.DataFrame, versions: Sequence[str]) -> pd.DataFrame:
-    """Table 3: per prompt version the percent of each outcome among parsed answers (Wilson), of answers naming
-    Set 1, and of pairs showing the genuine list first (all of them, and the parsed ones): what a judge that always
-    names Set 1 scores."""
+    """Table 3: per prompt version and ``measure``, a percent (``value``): each of :data:`OUTCOMES` among parsed
+    answers (Wilson ``low``, ``high``), then without an interval the answers naming Set 1 (``chose_Set_1``) and the
+    pairs showing the genuine list first, all of them (``genuine_first``) and the parsed ones
+    (``genuine_first_parsed``): what a judge that always names Set 1 scores. ``n``: the answers or pairs counted,
+    ``n_unparsed``: the version's unparsed answers."""
     rows = []
     for version in versions:
         sub = adversarial.loc[adversarial["prompt_version"] == version]
         parsed = sub.loc[sub["status"] == "parsed"]
-        row: dict[str, Any] = {"prompt_version": version, "n_parsed": len(parsed), "n_unparsed": len(sub) - len(parsed)}
-        for outcome in OUTCOMES:
-            row[f"{outcome}_%"], row[f"{outcome}_lo"], row[f"{outcome}_hi"] = _share(
-                parsed["outcome"].to_numpy() == outcome
-            )
-        row["chose_Set_1_%"] = _pct(parsed["verdict"].to_numpy() == "Set 1")
-        row["genuine_first_%"] = _pct(sub["genuine_position"].to_numpy() == 1)
-        row["genuine_first_parsed_%"] = _pct(parsed["genuine_position"].to_numpy() == 1)
-        rows.append(row)
-    return pd.DataFrame(rows)
+        n_parsed, n_unparsed, none = len(parsed), len(sub) - len(parsed), (np.nan, np.nan)
+        rows += [(version, o, *_share(parsed["outcome"].to_numpy() == o), n_parsed, n_unparsed) for o in OUTCOMES]
+        rows += [
+            (version, "chose_Set_1", _pct(parsed["verdict"].to_numpy() == "Set 1"), *none, n_parsed, n_unparsed),
+            (version, "genuine_first", _pct(sub["genuine_position"].to_numpy() == 1), *none, len(sub), n_unparsed),
+            (version, "genuine_first_parsed", _pct(parsed["genuine_position"].to_numpy() == 1), *none, n_parsed,
+             n_unparsed),
+        ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["prompt_version", *SHARE_COLUMNS])
 
 
 #: what the two presentation orders of one comparison said (both parsed): consistent, then inconsistent
@@ -561,7 +571,7 @@ def _orders(adjudicated: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"count": counts, "pct": pct})
 
 
-def _flagged(pointwise: pd.DataFrame, panel: SaerPanel, version: str, top: int = 3) -> pd.DataFrame:
+def _flagged(pointwise: pd.DataFrame, sample: SaerSample, version: str, top: int = 3) -> pd.DataFrame:
     """Per algorithm (prompt ``version``): parsed lists, flagged items per list (mean), percent of lists with a
     flag, and the ``top`` most-flagged items as (item, times flagged)."""
     pw = pointwise.loc[(pointwise["prompt_version"] == version) & (pointwise["status"] == "parsed")]
@@ -571,7 +581,7 @@ def _flagged(pointwise: pd.DataFrame, panel: SaerPanel, version: str, top: int =
         counts: dict[int, int] = {}
         for u, flagged in zip(sub["user"], sub["flagged"], strict=True):
             for k in flagged:
-                item = panel.lists[alg][int(u)][k - 1]
+                item = sample.lists[alg][int(u)][k - 1]
                 counts[item] = counts.get(item, 0) + 1
         most = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         rows.append({"algorithm": alg, "n_parsed": len(sub), "flagged_mean": _mean(sub["n_flagged"]),
@@ -581,6 +591,11 @@ def _flagged(pointwise: pd.DataFrame, panel: SaerPanel, version: str, top: int =
 
 def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else float("nan")
+
+
+def _judging_seconds(timings: Mapping[str, float]) -> float:
+    """Seconds spent on the three judge tasks (the rest of ``timings`` built the sample)."""
+    return sum(timings.get(f"judge {task}", 0.0) for task in ("pointwise", "pairwise", "adversarial"))
 
 
 def _answer_tally(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -629,47 +644,6 @@ def _top_label(pointwise: pd.DataFrame, version: str) -> tuple[str, int] | None:
     return (str(top.index[0]), int(top.iloc[0])) if len(top) else None
 
 
-@dataclass(frozen=True)
-class TimeCost:
-    """Judge calls, tokens, seconds and dollars of one run; ``cost_usd`` is None when the model has no price."""
-
-    calls: int
-    fresh: int
-    prompt_tokens: int
-    completion_tokens: int
-    judge_s: float
-    total_s: float
-    cost_usd: float | None
-    per_call_s: float  # mean latency per fresh call (NaN: every call came from the cache)
-    cost_per_call: float  # mean cost per fresh call (NaN: none fresh, or unpriced)
-
-    @property
-    def paper_minutes(self) -> float:
-        """Our per-call latency extrapolated, sequentially, to :data:`PAPER_CALLS` calls."""
-        return PAPER_CALLS * self.per_call_s / 60
-
-    @property
-    def paper_usd(self) -> float:
-        return PAPER_CALLS * self.cost_per_call
-
-
-def _time_cost(frames: Sequence[pd.DataFrame], timings: dict[str, float]) -> TimeCost:
-    cols = ["latency_s", "cache_hit", "prompt_tokens", "completion_tokens", "cost_usd"]
-    calls = pd.concat([f[cols] for f in frames])
-    fresh = calls.loc[~calls["cache_hit"]]
-    return TimeCost(
-        calls=len(calls),
-        fresh=len(fresh),
-        prompt_tokens=int(calls["prompt_tokens"].sum()),
-        completion_tokens=int(calls["completion_tokens"].sum()),
-        judge_s=sum(timings.get(f"judge {task}", 0.0) for task in ("pointwise", "pairwise", "adversarial")),
-        total_s=sum(timings.values()),
-        cost_usd=float(calls["cost_usd"].sum()) if calls["cost_usd"].notna().any() else None,
-        per_call_s=_mean(fresh["latency_s"]),
-        cost_per_call=_mean(fresh["cost_usd"]),
-    )
-
-
 def paper_shares() -> pd.DataFrame:
     """The paper's headline shares (percent, as printed) indexed by measure, with 95 % Wilson intervals from its
     count (share x sample size, rounded) and sample size: the paper prints no interval. Measures: ``Good Match,
@@ -706,7 +680,7 @@ def _labeler_agreement(
     * pairwise: the two presentation orders as labelers (embedding wins < tie < co-occurrence wins);
     * adversarial: prompt versions as labelers of the same blind pairs (wrong < tie < correct).
     """
-    rows = []
+    rows: list[tuple[Any, ...]] = []
 
     def add(task: str, name_a: str, name_b: str, x: pd.Series, y: pd.Series, labels: Sequence[str]) -> None:
         res = agreement(
@@ -716,11 +690,9 @@ def _labeler_agreement(
             n_boot=config.n_boot,
             seed=config.seed,
         )
-        rows.append(
-            {"task": task, "labeler_a": name_a, "labeler_b": name_b, "n_both_parsed": res.n,
-             "raw_agreement_%": 100 * res.raw, "raw_lo": 100 * res.raw_ci[0], "raw_hi": 100 * res.raw_ci[1],
-             "kappa_w": res.kappa, "kappa_lo": res.kappa_ci[0], "kappa_hi": res.kappa_ci[1]}
-        )  # fmt: skip
+        raw, kappa = res.raw, res.kappa
+        rows.append((task, name_a, name_b, "raw_agreement", 100 * raw.value, 100 * raw.low, 100 * raw.high, res.n))
+        rows.append((task, name_a, name_b, "kappa_w", kappa.value, kappa.low, kappa.high, res.n))
 
     pw = pointwise.pivot_table(
         index=["user", "algorithm"], columns="prompt_version", values="category", aggfunc="first", dropna=False
@@ -735,7 +707,7 @@ def _labeler_agreement(
     )
     for va, vb in combinations([v for v in config.prompt_versions if v in adv.columns], 2):
         add("adversarial", f"prompt {va}", f"prompt {vb}", adv[va], adv[vb], ("wrong", "tie", "correct"))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["task", "labeler_a", "labeler_b", "measure", "value", "low", "high", "n"])
 
 
 # ----------------------------------------------------------------------------------------------- the run
@@ -747,16 +719,17 @@ class SaerRun(Run):
     experiment: ClassVar[str] = "saer"
 
     config: SaerConfig
-    panel: SaerPanel
+    sample: SaerSample
     pointwise: pd.DataFrame  # one row per (prompt version, algorithm, customer)
     pairwise: pd.DataFrame  # one row per call (customer, order)
     adjudicated: pd.DataFrame  # one row per customer: winner in each order, adjudicated winner, consistent
     adversarial: pd.DataFrame  # one row per (prompt version, blind pair)
     labels: pd.DataFrame  # Table 1: algorithm, category, pct, low, high, n_parsed, n_unparsed (main version)
-    verdicts: pd.DataFrame  # Table 2: per scope, each outcome's pct, lo, hi
+    verdicts: pd.DataFrame  # Table 2: per scope and outcome (measure): value, low, high (%), n, n_unparsed
     position: pd.DataFrame  # position consistency and the share naming Set 1 (count, n, pct, low, high)
-    detection: pd.DataFrame  # Table 3: per prompt version, each outcome's pct, lo, hi; chose_Set_1_%, genuine_first_%
-    agreements: pd.DataFrame  # raw agreement and kappa with CIs between every pair of labelers
+    detection: pd.DataFrame  # Table 3: per prompt version and measure (outcomes, chose_Set_1, genuine_first, ...)
+    #: per pair of labelers, raw agreement (%) and kappa_w (measure): value, low, high, n (cases both labelled)
+    agreements: pd.DataFrame
     orders: pd.DataFrame  # per ORDER_OUTCOMES and "unjudged": customers (count) and percent of the judged (pct)
     flagged: pd.DataFrame  # per algorithm (main version): parsed lists, flagged_mean, flagged_%, most (item, times)
     answers: pd.DataFrame  # per task and prompt version: calls, unparsed, errors, reason, raw
@@ -764,6 +737,12 @@ class SaerRun(Run):
     top_label: tuple[str, int] | None  # the main version's most frequent label and its count
     cost: TimeCost
     paper: pd.DataFrame  # paper_shares(): the paper's headline shares with Wilson intervals
+
+    @property
+    def adjudicated_verdicts(self) -> pd.DataFrame:
+        """Table 2's rows of the adjudicated pairs (the second scope; the first holds the raw calls)."""
+        scopes = self.verdicts["scope"].unique()
+        return self.verdicts.loc[self.verdicts["scope"] == scopes[1]]
 
     @property
     def title_suffix(self) -> str:
@@ -774,13 +753,14 @@ class SaerRun(Run):
         """The chapter's headline shares, one row per (measure, source): value, low, high in percent, ours with the
         run's Wilson intervals beside the paper's (:func:`paper_shares`)."""
         good = self.labels.loc[self.labels["category"] == CATEGORIES[0]].set_index("algorithm")
-        adj, cons = self.verdicts.iloc[1], self.position.loc["position consistency"]
+        adj, cons = self.adjudicated_verdicts.set_index("measure"), self.position.loc["position consistency"]
+        correct = self.detection.loc[self.detection["measure"] == "correct"]
         ours = [(f"Good Match, {alg}", *good.loc[alg, ["pct", "low", "high"]]) for alg in ALGORITHMS]
-        ours += [(f"adjudicated {what}", *adj[[f"{k}_%", f"{k}_lo", f"{k}_hi"]]) for k, what in _ADJUDICATED.items()]
+        ours += [(f"adjudicated {what}", *adj.loc[k, ["value", "low", "high"]]) for k, what in _ADJUDICATED.items()]
         ours += [("position consistency", cons["pct"], cons["low"], cons["high"])]
         ours += [
-            (f"adversarial correct, {r.prompt_version}", *r[["correct_%", "correct_lo", "correct_hi"]])
-            for _, r in self.detection.iterrows()
+            (f"adversarial correct, {r.prompt_version}", r.value, r.low, r.high)
+            for r in correct.itertuples(index=False)
         ]
         rows = []
         for measure, value, low, high in ours:
@@ -808,17 +788,16 @@ class SaerRun(Run):
             )
             for r in self.labels.itertuples(index=False)
         ]
-        for _, r in self.verdicts.iterrows():
-            for key in _PAIRWISE_OUTCOMES:
-                pct, lo, hi = r[f"{key}_%"], r[f"{key}_lo"], r[f"{key}_hi"]
-                out.append(result(f"{key}_pct", pct, lo, hi, r["n_parsed"], boot, scope=str(r["scope"])))
+        out += [
+            result(f"{r.measure}_pct", r.value, r.low, r.high, r.n, boot, scope=str(r.scope))
+            for r in self.verdicts.itertuples(index=False)
+        ]
         cons = self.position.loc["position consistency"]
         if cons["n"]:
             out.append(result("position_consistency_pct", cons["pct"], cons["low"], cons["high"], cons["n"], boot))
-        for _, r in self.detection.iterrows():
-            pct, lo, hi = r["correct_%"], r["correct_lo"], r["correct_hi"]
-            evaluator = f"{VERSION_NAMES[r['prompt_version']]} prompt ({r['prompt_version']})"
-            out.append(result("adversarial_correct_pct", pct, lo, hi, r["n_parsed"], boot, evaluator=evaluator))
+        for r in self.detection.loc[self.detection["measure"] == "correct"].itertuples(index=False):
+            evaluator = f"{VERSION_NAMES[r.prompt_version]} prompt ({r.prompt_version})"
+            out.append(result("adversarial_correct_pct", r.value, r.low, r.high, r.n, boot, evaluator=evaluator))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
@@ -845,19 +824,19 @@ class SaerRun(Run):
 
 
 def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
-    """Build the panel (a held-out future only for a simulated judge, see :meth:`SaerConfig.resolved`), run the
+    """Build the sample (a held-out future only for a simulated judge, see :meth:`SaerConfig.resolved`), run the
     three judge tasks with ``judge`` and compute every table's numbers."""
     config = config.resolved(judge.model_name)
     timings: dict[str, float] = {}
-    panel = build_panel(dataset, config, timings)
+    sample = build_sample(dataset, config, timings)
     t0 = time.perf_counter()
-    pointwise = judge_pointwise(judge, panel, config)
+    pointwise = judge_pointwise(judge, sample, config)
     timings["judge pointwise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    pairwise, adjudicated = judge_pairwise(judge, panel, config)
+    pairwise, adjudicated = judge_pairwise(judge, sample, config)
     timings["judge pairwise"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    adversarial = judge_adversarial(judge, panel, config)
+    adversarial = judge_adversarial(judge, sample, config)
     timings["judge adversarial"] = time.perf_counter() - t0
     label = dataset.display_label
     if not is_paper_data(dataset):
@@ -868,7 +847,7 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
         judge_name=judge.model_name,
         data_label=label,
         timings=timings,
-        panel=panel,
+        sample=sample,
         pointwise=pointwise,
         pairwise=pairwise,
         adjudicated=adjudicated,
@@ -879,10 +858,10 @@ def run(judge: Judge, dataset: Dataset, config: SaerConfig) -> SaerRun:
         detection=_adversarial_shares(adversarial, config.prompt_versions),
         agreements=_labeler_agreement(pointwise, adjudicated, adversarial, config),
         orders=_orders(adjudicated),
-        flagged=_flagged(pointwise, panel, config.main_version),
+        flagged=_flagged(pointwise, sample, config.main_version),
         answers=_answer_tally(tasks),
-        copied=_copied(tasks, panel.domain, panel.words),
+        copied=_copied(tasks, sample.domain, sample.words),
         top_label=_top_label(pointwise, config.main_version),
-        cost=_time_cost(list(tasks.values()), timings),
+        cost=time_cost(tasks.values(), judge_s=_judging_seconds(timings), total_s=sum(timings.values())),
         paper=paper_shares(),
     )

@@ -18,7 +18,7 @@ import pandas as pd
 from recjudge_utils.answer_formats.arena_verdicts import OVERALL
 from recjudge_utils.data import Dataset
 from recjudge_utils.experiments import arena
-from recjudge_utils.experiments.arena import ArenaConfig, ArenaPanel
+from recjudge_utils.experiments.arena import ArenaConfig, ArenaSample
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.protocols.pairwise import games
@@ -29,6 +29,8 @@ __all__ = ["KEYS", "TRANSPARENCY_MODELS", "TransparencyConfig", "TransparencyRun
 TRANSPARENCY_MODELS = {"deepfm+features": {"use_side_features": True}, "deepfm-ids": {"use_side_features": False}}
 #: the verdicts read from each six-aspect answer
 KEYS = ("transparency", OVERALL)
+#: the measures of :attr:`TransparencyRun.outcomes` that ``results.json`` carries: measure -> (metric, interval method)
+_HEADLINE = {"win": ("transparency_win_pct", "95% Wilson"), "Q": ("transparency_Q", "95% percentile bootstrap")}
 
 
 @dataclass(frozen=True)
@@ -62,19 +64,20 @@ class TransparencyRun(Run):
     experiment: ClassVar[str] = "arena_transparency"
 
     config: TransparencyConfig
-    panel: ArenaPanel
+    sample: ArenaSample
     raw: pd.DataFrame  # one row per (user, order): every aspect's verdict, with the judge's analyses
     adjudicated: pd.DataFrame
-    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect (transparency, overall) and source
+    outcomes: pd.DataFrame  # Win/Tie/Lose %, Q and CIs per aspect (transparency, overall), source and measure
 
     def results(self) -> list[Result]:
         """Win % and Q (with CIs) of the features model per aspect and source, named apart from chapter 3's own
         ``win_pct`` and ``Q`` (both runs write the chapter's ``results.json``)."""
         out = []
-        for r in self.outcomes.itertuples(index=False):
-            group = {"aspect": str(r.aspect), "source": str(r.source)}
-            out.append(result("transparency_win_pct", r.win, r.win_lo, r.win_hi, r.n, "95% Wilson", **group))
-            out.append(result("transparency_Q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% percentile bootstrap", **group))
+        for r in self.outcomes.to_dict("records"):
+            if r["measure"] in _HEADLINE:
+                metric, method = _HEADLINE[r["measure"]]
+                group = {"aspect": str(r["aspect"]), "source": str(r["source"])}
+                out.append(result(metric, r["value"], r["low"], r["high"], r["n"], method, **group))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
@@ -97,11 +100,11 @@ def run(judge: Judge, dataset: Dataset, config: TransparencyConfig) -> Transpare
     fitted = arena.train_models(dataset, train, {n: ("deepfm", extra) for n, extra in TRANSPARENCY_MODELS.items()}, cfg)
     models = {name: fit.model for name, fit in fitted.items()}
     timings.update({f"train {name}": fit.seconds for name, fit in fitted.items()})
-    panel = arena.build_panel(dataset, models, train, test, cfg)
+    sample = arena.build_sample(dataset, models, train, test, cfg)
     x, y = TRANSPARENCY_MODELS
-    comparisons = pd.DataFrame({"user": panel.users, "x": x, "y": y})
+    comparisons = pd.DataFrame({"user": sample.users, "x": x, "y": y})
     t0 = time.perf_counter()
-    raw, _ = arena.judge_comparisons(judge, panel, comparisons, cfg, with_analysis=True)
+    raw, _ = arena.judge_comparisons(judge, sample, comparisons, cfg, with_analysis=True)
     timings["judge pairwise"] = time.perf_counter() - t0
     adjudicated = games(raw, KEYS)
     return TransparencyRun(
@@ -109,7 +112,7 @@ def run(judge: Judge, dataset: Dataset, config: TransparencyConfig) -> Transpare
         judge_name=judge.model_name,
         data_label=dataset.display_label,
         timings=timings,
-        panel=panel,
+        sample=sample,
         raw=raw,
         adjudicated=adjudicated,
         outcomes=arena.outcome_tables(raw, adjudicated, KEYS, cfg.sources, cfg.n_boot, cfg.seed),

@@ -55,9 +55,11 @@ from recjudge_utils.experiments.steps import (
     serendipity_scorer,
 )
 from recjudge_utils.judge.client import JudgeClient
-from recjudge_utils.judge.profiles import load_profile
+from recjudge_utils.judge.loading import load_profile
+from recjudge_utils.judge.pricing import usd
 from recjudge_utils.judge.types import Judge
-from recjudge_utils.lists import RecommendationLists, read_lists
+from recjudge_utils.judge.usage import frame_usage, scaled
+from recjudge_utils.lists import RecommendationLists, lists_frame, read_lists
 from recjudge_utils.metrics.beyond_accuracy import (
     PopularityFit,
     catalogue_coverage,
@@ -68,7 +70,7 @@ from recjudge_utils.metrics.beyond_accuracy import (
 from recjudge_utils.metrics.discriminative_power import discriminative_power, swap_rate, users_needed_curve
 from recjudge_utils.metrics.missingness import unparsed_test
 from recjudge_utils.metrics.numbers import number_or_nan
-from recjudge_utils.metrics.pairwise import wtl_summary
+from recjudge_utils.metrics.pairwise import WTL_COLUMNS, wtl_summary
 from recjudge_utils.metrics.power import pairwise_users_needed
 from recjudge_utils.metrics.qrels import write_qrels
 from recjudge_utils.metrics.rank_agreement import (
@@ -99,6 +101,7 @@ __all__ = [
     "YourRecommendersConfig",
     "YourRecommendersData",
     "YourRecommendersRun",
+    "YourRecommendersSample",
     "arena_comparisons",
     "beyond_accuracy",
     "chosen_systems",
@@ -131,10 +134,10 @@ ALPHA = 0.05
 class YourRecommendersConfig:
     """The chapter's parameters (the notebook's names). ``arena_pairs``: ``"all"`` (every two systems) or the name
     of one system that every other one is compared against. ``template``: the serendipity prompt (None: chapter 1's
-    selection, else the paper's CoT)."""
+    selection, else the paper's CoT). The lists' length is no field here: it is the ``top_k`` they were read with
+    (:attr:`~recjudge_utils.lists.types.RecommendationLists.top_k`), the one cut."""
 
     fold: int = 0
-    top_k: int = 5
     protocols: tuple[str, ...] = PROTOCOLS
     systems: tuple[str, ...] | None = None  # the systems judged, by name (None: every one read)
     n_users: int = 3
@@ -152,8 +155,8 @@ class YourRecommendersConfig:
         unknown = set(self.protocols) - set(PROTOCOLS)
         if unknown or not self.protocols:
             raise ValueError(f"protocols must be some of {PROTOCOLS}, not {list(self.protocols)}")
-        if self.top_k < 1 or self.n_users < 0:
-            raise ValueError("top_k must be positive and n_users >= 0 (0: every evaluation user)")
+        if self.n_users < 0:
+            raise ValueError("n_users must be >= 0 (0: every evaluation user)")
         if self.template not in TEMPLATES:
             raise ValueError(f"template must be one of {TEMPLATES}, not {self.template!r}")
         if self.n_shots % 5:
@@ -254,31 +257,27 @@ def planned_calls(n_systems: int, n_users: int, top_k: int, arena_pairs: str, te
     }
 
 
-# ----------------------------------------------------------------------------------------------- the panel
+# ----------------------------------------------------------------------------------------------- the sample
 @dataclass(frozen=True)
-class Panel:
-    """What every protocol judges: the users, each system's top-k list for each of them, and the held-out truth."""
+class YourRecommendersSample:
+    """What every protocol judges: the users, each system's top-k list for each of them (the lists as read, cut once
+    to ``top_k``, as :data:`~recjudge_utils.lists.types.ListsBySystem`), and the held-out truth."""
 
     users: list[int]
     systems: list[str]
     lists: dict[str, dict[int, list[int]]]
     hits: dict[str, dict[int, int]]  # held-out test positives in each list (the Arena / SAER truth)
-
-    def frame(self) -> pd.DataFrame:
-        """Long frame rs, user, rank, item (the shape of :func:`~recjudge_utils.metrics.serendipity_at_k.
-        per_user_metrics`)."""
-        rows = [(s, u, r, i) for s in self.systems for u in self.users for r, i in enumerate(self.lists[s][u], start=1)]
-        return pd.DataFrame(rows, columns=["rs", "user", "rank", "item"])
+    top_k: int  # what the lists were cut to when read
 
 
-def build_panel(data: YourRecommendersData, config: YourRecommendersConfig) -> Panel:
-    """Sample the users and cut every system's list for them to ``top_k``."""
+def build_sample(data: YourRecommendersData, config: YourRecommendersConfig) -> YourRecommendersSample:
+    """Sample the users and take every chosen system's list for them."""
     users = judged_users(data.fold, data.lists, config.n_users, config.seed)
     systems = chosen_systems(data.lists, config.systems)
-    lists = {s: {u: list(data.lists.systems[s].lists[u])[: config.top_k] for u in users} for s in systems}
+    lists = data.lists.by_system(systems, users)
     positives = ground_truth(data.fold.test)
     hits = {s: heldout_hits(lists[s], positives) for s in systems}
-    return Panel(users, systems, lists, hits)
+    return YourRecommendersSample(users, systems, lists, hits, data.lists.top_k)
 
 
 def _offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig) -> dict[str, pd.DataFrame]:
@@ -288,13 +287,11 @@ def _offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig
     truth = ground_truth(data.fold.test)
     relevant = [truth.get(u, set()) for u in users]
     n_rel = np.array([len(r) for r in relevant])
-    k = config.top_k
+    k = data.lists.top_k
     out: dict[str, dict[str, np.ndarray]] = {m: {} for m in OFFLINE}
-    for s in chosen_systems(data.lists, config.systems):
-        system = data.lists.systems[s]
+    for s, per_user in data.lists.by_system(chosen_systems(data.lists, config.systems), users).items():
         recs = np.full((len(users), k), -1, dtype=np.int64)
-        for row, u in enumerate(users):
-            items = list(system.lists[u])[:k]
+        for row, items in enumerate(per_user.values()):
             recs[row, : len(items)] = items
         hits = hit_matrix(recs, relevant)
         out["precision"][s] = precision_at_k(hits, k)
@@ -305,29 +302,30 @@ def _offline_matrices(data: YourRecommendersData, config: YourRecommendersConfig
 
 # ----------------------------------------------------------------------------------------------- protocols
 def _serendipity(
-    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, sample: YourRecommendersSample
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, FewShotSource]:
     """(judgments: one row per distinct (user, item); per-user P_ser / N_ser / Avg.Score per system; the
     users x systems matrix of Avg.Score; the few-shot examples judged with, chosen as chapter 2 chooses them)."""
     name, words = data.dataset.name, data.dataset.domain
     few_shot = few_shot_examples(
-        data.examples, panel.users, config.n_shots, config.n_history, config.seed, name, words=words
+        data.examples, sample.users, config.n_shots, config.n_history, config.seed, name, words=words
     )
     texts = judge_item_texts(data.dataset)
     scorer = serendipity_scorer(judge, few_shot.examples, config.template, config.n_history, words, texts)
-    recs = panel.frame()
+    # chapter 2's per-user metrics name the system column "rs"
+    recs = lists_frame(sample.lists).rename(columns={"system": "rs"})
     inter = data.dataset.interactions
     future = inter.loc[inter["timestamp"] > data.fold.train_end]
     judged = judge_recommendations(
         recs, data.fold.train, data.dataset.items, scorer, config.n_history, "serendipity: judge", future
     )
-    per_user = per_user_metrics(recs, data.fold.test, judged, k=config.top_k)
+    per_user = per_user_metrics(recs, data.fold.test, judged, k=sample.top_k)
     matrix = per_user.pivot_table(index="user", columns="rs", values="avg", dropna=False)
-    return judged, per_user, matrix.reindex(index=panel.users, columns=panel.systems), few_shot
+    return judged, per_user, matrix.reindex(index=sample.users, columns=sample.systems), few_shot
 
 
 def _arena(
-    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, sample: YourRecommendersSample
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(one row per call; one row per duel with both orders and the adjudicated overall outcome for x; the users x
     systems matrix of each system's share of points in its duels with that user)."""
@@ -340,10 +338,10 @@ def _arena(
         words=data.dataset.domain,
         texts=judge_item_texts(data.dataset),
     )
-    duel = PairwiseJudge(judge, context, k=config.top_k)
-    comparisons = arena_comparisons(panel.systems, panel.users, config.arena_pairs)
-    evidence = {s: {u: float(h) for u, h in panel.hits[s].items()} for s in panel.systems}
-    raw = duel.judge(comparisons, panel.lists, both_orders=True, evidence=evidence)
+    duel = PairwiseJudge(judge, context, k=sample.top_k)
+    comparisons = arena_comparisons(sample.systems, sample.users, config.arena_pairs)
+    evidence = {s: {u: float(h) for u, h in sample.hits[s].items()} for s in sample.systems}
+    raw = duel.judge(comparisons, sample.lists, both_orders=True, evidence=evidence)
     duels = games(raw, [OVERALL]) if len(raw) else pd.DataFrame(columns=["user", "x", "y", OVERALL])
     points: dict[tuple[int, str], list[float]] = {}
     for u, x, y, outcome in zip(duels["user"], duels["x"], duels["y"], duels[OVERALL], strict=True):
@@ -351,25 +349,27 @@ def _arena(
             continue  # an unparsed answer in either order leaves the duel without a verdict
         points.setdefault((int(u), str(x)), []).append(_POINTS[outcome])
         points.setdefault((int(u), str(y)), []).append(1.0 - _POINTS[outcome])
-    matrix = pd.DataFrame(np.nan, index=panel.users, columns=panel.systems)
+    matrix = pd.DataFrame(np.nan, index=sample.users, columns=sample.systems)
     for (u, s), values in points.items():
         matrix.loc[u, s] = float(np.mean(values))
     return raw, duels, matrix
 
 
 def _saer(
-    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, panel: Panel
+    judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig, sample: YourRecommendersSample
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one row per list: the label and the judgment; the users x systems matrix of labels on 0..2)."""
     inter = data.dataset.interactions
     visible = inter.loc[inter["timestamp"] <= data.fold.train_end]  # the context ends where training ends
     catalogue = Catalogue.from_items(data.dataset.items, texts=judge_item_texts(data.dataset))
     words = data.dataset.domain
-    contexts = {u: build_context(visible, catalogue, u, words, max_history=config.n_history) for u in panel.users}
-    labels = SaerPointwise(saer_variant(words)).play(judge, contexts, catalogue, panel.lists, panel.users, panel.hits)
+    contexts = {u: build_context(visible, catalogue, u, words, max_history=config.n_history) for u in sample.users}
+    labels = SaerPointwise(saer_variant(words)).play(
+        judge, contexts, catalogue, sample.lists, sample.users, sample.hits
+    )
     labels["level"] = labels["category"].map(_SAER_LEVEL)
     matrix = labels.pivot_table(index="user", columns="system", values="level", dropna=False)
-    return labels, matrix.reindex(index=panel.users, columns=panel.systems)
+    return labels, matrix.reindex(index=sample.users, columns=sample.systems)
 
 
 # ----------------------------------------------------------------------------------------------- the run
@@ -381,7 +381,7 @@ class YourRecommendersRun(Run):
     experiment: ClassVar[str] = "your_recommenders"
 
     config: YourRecommendersConfig
-    panel: Panel
+    sample: YourRecommendersSample
     judgments: dict[str, pd.DataFrame]  # protocol -> one row per judge call (its status, raw answer, usage)
     matrices: dict[str, pd.DataFrame]  # measure -> users x systems
     summary: pd.DataFrame  # measure, system, mean, low, high, n
@@ -411,22 +411,14 @@ class YourRecommendersRun(Run):
         return [*self.config.protocols, *OFFLINE]
 
     def usage(self) -> pd.DataFrame:
-        """Per protocol: judgments, API calls (not answered from the cache), parsed, tokens and dollars spent."""
-        rows = []
-        for protocol, frame in self.judgments.items():
-            tokens = frame.get("prompt_tokens", pd.Series(dtype=float))
-            rows.append(
-                {
-                    "protocol": protocol,
-                    "judgments": len(frame),
-                    "api_calls": _api_calls(frame),
-                    "parsed": int((frame["status"] == "parsed").sum()),
-                    "prompt_tokens": int(tokens.sum()),
-                    "completion_tokens": int(frame.get("completion_tokens", pd.Series(dtype=float)).sum()),
-                    "usd": float(frame.get("cost_usd", pd.Series(dtype=float)).sum()),
-                }
-            )
-        return pd.DataFrame(rows)
+        """Per protocol: judgments, API calls (not answered from the cache), parsed, tokens and dollars spent
+        (:func:`~recjudge_utils.judge.usage.frame_usage`)."""
+        columns = ["protocol", "judgments", "api_calls", "parsed", "prompt_tokens", "completion_tokens", "usd"]
+        rows = [
+            {"protocol": protocol, **frame_usage(frame), "parsed": int((frame["status"] == "parsed").sum())}
+            for protocol, frame in self.judgments.items()
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     def unparsed(self, examples: int = 2) -> pd.DataFrame:
         """Per protocol and reason (``""``: none given), in order of appearance: the answers that could not be read
@@ -444,7 +436,7 @@ class YourRecommendersRun(Run):
     @property
     def system_pairs(self) -> int:
         """The pairs of systems a measure can separate."""
-        return math.comb(len(self.panel.systems), 2)
+        return math.comb(len(self.sample.systems), 2)
 
     def separated_counts(self) -> pd.DataFrame:
         """Per measure (the index, in :attr:`measures` order): the pairs of systems the corrected tests separate
@@ -468,18 +460,18 @@ class YourRecommendersRun(Run):
         if scores is not None and len(scores):
             scored = {(int(u), int(i)) for u, i, v in zip(scores["user"], scores["item"], scores["score"], strict=True)
                       if pd.notna(v)}  # fmt: skip
-            for s in self.panel.systems:
-                slots = [(u, int(i)) for u in self.panel.users for i in self.panel.lists[s].get(u, [])]
+            for s in self.sample.systems:
+                slots = [(u, int(i)) for u in self.sample.users for i in self.sample.lists[s].get(u, [])]
                 missing = sum(slot not in scored for slot in slots)
                 rows.append({"protocol": "serendipity", "system": s, "unparsed": missing, "total": len(slots)})
         if "arena" in self.judgments and len(self.duels) and OVERALL in self.duels:
-            for s in self.panel.systems:
+            for s in self.sample.systems:
                 mine = self.duels[(self.duels["x"] == s) | (self.duels["y"] == s)]
                 missing = int((~mine[OVERALL].isin(list(_POINTS))).sum())
                 rows.append({"protocol": "arena", "system": s, "unparsed": missing, "total": len(mine)})
         labels = self.judgments.get("saer")
         if labels is not None and len(labels):
-            for s in self.panel.systems:
+            for s in self.sample.systems:
                 mine = labels[labels["system"] == s]
                 missing = int((mine["status"] != "parsed").sum())
                 rows.append({"protocol": "saer", "system": s, "unparsed": missing, "total": len(mine)})
@@ -497,20 +489,22 @@ class YourRecommendersRun(Run):
         return pd.DataFrame(rows, columns=["protocol", "statistic", "dof", "p", "method", "unparsed", "total"])
 
     def duel_q(self) -> pd.DataFrame:
-        """Per Arena pair (x, y): the paper's Win/Tie/Lose %, Q = (W + T) / (L + T) with its bootstrap CI (over
-        the duels with a verdict), and x's share of points, which is what the chapter's Arena column averages; the
-        two can order systems differently (W3/T7/L0: share 0.65, Q 1.43; W6/T0/L4: share 0.60, Q 1.5)."""
-        columns = ["x", "y", "n", "win", "tie", "lose", "Q", "Q_lo", "Q_hi", "share"]
+        """Per Arena pair (x, y), one row per measure over the ``n`` duels with a verdict: the paper's Win/Tie/Lose %
+        and Q = (W + T) / (L + T) with their CIs (:func:`~recjudge_utils.metrics.pairwise.wtl_summary`), and x's
+        share of points (``share``, no CI), which is what the chapter's Arena column averages; the two can order
+        systems differently (W3/T7/L0: share 0.65, Q 1.43; W6/T0/L4: share 0.60, Q 1.5)."""
+        columns = ["x", "y", *WTL_COLUMNS]
         if self.duels.empty or OVERALL not in self.duels:
             return pd.DataFrame(columns=columns)
-        rows = []
+        frames = []
         for (x, y), grp in self.duels.groupby(["x", "y"], sort=False):
             outcomes = [o if o in _POINTS else None for o in grp[OVERALL]]
             summary = wtl_summary(outcomes, n_boot=self.config.n_boot, seed=self.config.seed)
             scored = [_POINTS[o] for o in outcomes if o is not None]
-            rows.append({"x": x, "y": y, **{k: summary[k] for k in columns[2:-1]},
-                         "share": float(np.mean(scored)) if scored else np.nan})  # fmt: skip
-        return pd.DataFrame(rows, columns=columns)
+            share = float(np.mean(scored)) if scored else np.nan
+            points = [("share", share, np.nan, np.nan, len(scored), len(outcomes) - len(scored))]
+            frames.append(pd.concat([summary, pd.DataFrame(points, columns=WTL_COLUMNS)]).assign(x=x, y=y))
+        return pd.concat(frames, ignore_index=True)[columns]
 
     def tournament(self) -> pd.DataFrame:
         """The Arena's duels as one ranking: Davidson's Bradley-Terry fit with ties
@@ -519,9 +513,12 @@ class YourRecommendersRun(Run):
         q = self.duel_q()
         if q.empty:
             return pd.DataFrame(columns=["system", "log_strength", "rank"])
-        counts = [(r.x, r.y, r.win * r.n / 100, r.tie * r.n / 100, r.lose * r.n / 100)
-                  for r in q.itertuples(index=False) if r.n]  # fmt: skip
-        fit = davidson_fit(counts, self.panel.systems)
+        counts = []  # (x, y, wins, ties, losses) of every pair with a verdict
+        for (x, y), pair in q.groupby(["x", "y"], sort=False):
+            share, n = dict(zip(pair["measure"], pair["value"].tolist(), strict=True)), int(pair["n"].iloc[0])
+            if n:
+                counts.append((x, y, share["win"] * n / 100, share["tie"] * n / 100, share["lose"] * n / 100))
+        fit = davidson_fit(counts, self.sample.systems)
         frame = pd.DataFrame({"system": fit.systems, "log_strength": fit.log_strength})
         frame["rank"] = frame["log_strength"].rank(ascending=False, method="min")
         frame.attrs.update(nu=fit.nu, n=fit.n, ties=round(sum(c[3] for c in counts)))
@@ -580,8 +577,9 @@ class YourRecommendersRun(Run):
             out.append(result("swap_rate", r.swap_rate, n=r.users, measure=r.measure))
             out.append(result("split_half_reliability", r.reliability, r.reliability_low, r.reliability_high,
                               r.users, "2.5-97.5 % of random splits", measure=r.measure))  # fmt: skip
-        for r in self.duel_q().itertuples(index=False):
-            out.append(result("arena_q", r.Q, r.Q_lo, r.Q_hi, r.n, "95% bootstrap over duels", x=r.x, y=r.y))
+        duels = self.duel_q()
+        for r in duels[duels["measure"] == "Q"].itertuples(index=False):
+            out.append(result("arena_q", r.value, r.low, r.high, r.n, "95% bootstrap over duels", x=r.x, y=r.y))
         strengths = self.tournament()
         for r in strengths.itertuples(index=False):
             out.append(result("arena_log_strength", r.log_strength, n=strengths.attrs.get("n"), system=r.system))
@@ -627,14 +625,6 @@ def write_run_files(run_: YourRecommendersRun, folder: Path | None = None) -> li
         labels = scores[["user", "item"]].assign(label=scores["score"] - 1)
         written.append(write_qrels(labels.drop_duplicates(["user", "item"]), target / "serendipity.qrels"))
     return written
-
-
-def _api_calls(frame: pd.DataFrame) -> int:
-    """Calls answered by the judge, not the cache: per judgment (``cache_hit``) or per chained item (``n_calls`` less
-    ``cache_hits``, the serendipity frame)."""
-    if "cache_hits" in frame and "n_calls" in frame:
-        return int((frame["n_calls"] - frame["cache_hits"]).sum())
-    return int((~frame["cache_hit"].astype(bool)).sum()) if "cache_hit" in frame else 0
 
 
 def distinct_resamples(n: int) -> int:
@@ -760,7 +750,7 @@ def discrimination(
 
 
 def beyond_accuracy(
-    data: YourRecommendersData, panel: Panel, judgments: Mapping[str, pd.DataFrame]
+    data: YourRecommendersData, sample: YourRecommendersSample, judgments: Mapping[str, pd.DataFrame]
 ) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, PopularityFit | None]:
     """(per-user ARP, novelty and intra-list diversity on the items' genres, users x systems; per system the
     catalogue coverage and the Gini of exposure over the judged users' lists, the catalogue being the training
@@ -772,11 +762,11 @@ def beyond_accuracy(
     if "genres" in data.dataset.items:
         genres = {int(i): list(g) if isinstance(g, list | tuple | np.ndarray) else [] for i, g in
                   zip(data.dataset.items["item"], data.dataset.items["genres"], strict=True)}  # fmt: skip
-    matrices = per_user_beyond_accuracy(panel.lists, panel.users, popularity, train["user"].nunique(), genres)
+    matrices = per_user_beyond_accuracy(sample.lists, sample.users, popularity, train["user"].nunique(), genres)
     rows = [
-        {"system": s, "coverage": catalogue_coverage(panel.lists[s], catalogue),
-         "gini": gini_exposure(panel.lists[s], catalogue)}
-        for s in panel.systems
+        {"system": s, "coverage": catalogue_coverage(sample.lists[s], catalogue),
+         "gini": gini_exposure(sample.lists[s], catalogue)}
+        for s in sample.systems
     ]  # fmt: skip
     scores = judgments.get("serendipity")
     fit = popularity_regression(scores, popularity) if scores is not None and len(scores) else None
@@ -791,43 +781,43 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
     cfg = config or YourRecommendersConfig()
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    panel = build_panel(data, cfg)
+    sample = build_sample(data, cfg)
     offline = _offline_matrices(data, cfg)
     matrices: dict[str, pd.DataFrame] = {}
     for m in OFFLINE:  # the offline metrics over the judged users, for the tau beside the protocols
-        matrices[m] = offline[m].reindex(index=panel.users)
-    timings["build panel"] = time.perf_counter() - t
+        matrices[m] = offline[m].reindex(index=sample.users)
+    timings["build panel"] = time.perf_counter() - t  # the name the chapter prints (reporting timings_text)
     judgments: dict[str, pd.DataFrame] = {}
     duels = pd.DataFrame()
     ser_per_user = pd.DataFrame()
     few_shot = None
     if "serendipity" in cfg.protocols:
         t = time.perf_counter()
-        judged_ser, ser_per_user, matrices["serendipity"], few_shot = _serendipity(judge, data, cfg, panel)
+        judged_ser, ser_per_user, matrices["serendipity"], few_shot = _serendipity(judge, data, cfg, sample)
         judgments["serendipity"] = judged_ser
         timings["judge serendipity"] = time.perf_counter() - t
     if "arena" in cfg.protocols:
         t = time.perf_counter()
-        judgments["arena"], duels, matrices["arena"] = _arena(judge, data, cfg, panel)
+        judgments["arena"], duels, matrices["arena"] = _arena(judge, data, cfg, sample)
         timings["judge arena"] = time.perf_counter() - t
     if "saer" in cfg.protocols:
         t = time.perf_counter()
-        judgments["saer"], matrices["saer"] = _saer(judge, data, cfg, panel)
+        judgments["saer"], matrices["saer"] = _saer(judge, data, cfg, sample)
         timings["judge saer"] = time.perf_counter() - t
     t = time.perf_counter()
     measures = [*cfg.protocols, *OFFLINE]
     # every measure is tested and ranked over the judged users, the offline metrics too, so that side by side they
     # differ by what they measure and not by n; the offline metrics over every evaluation user are kept apart
     # (``<metric>_all_users``); P_ser and N_ser are reported beside Avg.Score, which ranks the systems
-    beyond, coverage, fit = beyond_accuracy(data, panel, judgments)
+    beyond, coverage, fit = beyond_accuracy(data, sample, judgments)
     shown = {**{m: matrices[m] for m in measures}, **{f"{m}_all_users": offline[m] for m in OFFLINE}}
     for m in _SERENDIPITY_ALSO if len(ser_per_user) else ():
         wide = ser_per_user.pivot_table(index="user", columns="rs", values=m, dropna=False)
-        shown[m] = wide.reindex(index=panel.users, columns=panel.systems)
+        shown[m] = wide.reindex(index=sample.users, columns=sample.systems)
     shown |= beyond
     matrices |= beyond
     summary, taus, separation = statistics(matrices, shown, measures, cfg.n_boot, cfg.seed)
-    baseline = cfg.arena_pairs if cfg.arena_pairs in panel.systems else None
+    baseline = cfg.arena_pairs if cfg.arena_pairs in sample.systems else None
     baseline_tests = comparisons(matrices, measures, cfg.seed, baseline) if baseline else pd.DataFrame()
     power, curve, plan = discrimination(matrices, measures, separation, cfg.seed)
     timings["summarise"] = time.perf_counter() - t
@@ -836,7 +826,7 @@ def run(judge: Judge, data: YourRecommendersData, config: YourRecommendersConfig
         judge_name=judge.model_name,
         data_label=data.display_label,
         timings=timings,
-        panel=panel,
+        sample=sample,
         judgments=judgments,
         matrices=matrices,
         summary=summary,
@@ -881,7 +871,7 @@ def true_ranking_agreement(
 @dataclass(frozen=True)
 class Recovery:
     """The simulated judge's section: the same lists judged by a perfect simulated judge (each protocol's truth)
-    and by one with its profile's error model, over ``perfect.panel.users``."""
+    and by one with its profile's error model, over ``perfect.sample.users``."""
 
     perfect: YourRecommendersRun
     noisy: YourRecommendersRun
@@ -970,12 +960,16 @@ def cost_at_scale(
     """Per protocol: this run's judgments and mean tokens per judgment, and what ``n_users`` users (all systems,
     every pair in the Arena) would take: judgments and tokens scaled from this run, dollars at each model's list
     price in ``prices`` (model -> USD per 1M input / output tokens). An estimate: ``plan`` counts it exactly."""
-    systems = n_systems or len(run_.panel.systems)
+    systems = n_systems or len(run_.sample.systems)
     here = run_.usage().set_index("protocol")
     planned_here = planned_calls(
-        len(run_.panel.systems), len(run_.panel.users), run_.config.top_k, run_.config.arena_pairs, run_.config.template
+        len(run_.sample.systems),
+        len(run_.sample.users),
+        run_.sample.top_k,
+        run_.config.arena_pairs,
+        run_.config.template,
     )
-    planned_there = planned_calls(systems, n_users, run_.config.top_k, "all", run_.config.template)
+    planned_there = planned_calls(systems, n_users, run_.sample.top_k, "all", run_.config.template)
     rows = []
     for protocol in run_.config.protocols:
         if protocol not in here.index:
@@ -985,8 +979,8 @@ def cost_at_scale(
         # serendipity judges each distinct (user, item) once: keep this run's share of distinct pairs
         factor = planned_there[protocol] / max(planned_here[protocol], 1)
         judgments = round(int(u["judgments"]) * factor)
-        tokens_in = float(u["prompt_tokens"]) / n * judgments
-        tokens_out = float(u["completion_tokens"]) / n * judgments
+        tokens_in = scaled(float(u["prompt_tokens"]), n, judgments)
+        tokens_out = scaled(float(u["completion_tokens"]), n, judgments)
         row: dict[str, Any] = {
             "protocol": protocol,
             "judgments here": int(u["judgments"]),
@@ -995,6 +989,6 @@ def cost_at_scale(
             f"judgments, {n_users} users": judgments,
         }
         for model, price in (prices or {}).items():
-            row[f"US$ {model}, {n_users} users"] = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+            row[f"US$ {model}, {n_users} users"] = usd(tokens_in, tokens_out, price)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -1,7 +1,7 @@
 """The one judge client every LLM call in recjudge goes through.
 
-A judge profile makes it (:func:`recjudge_utils.judge.profiles.open_judge`, or
-:func:`~recjudge_utils.judge.profiles.client_for` with a model name: ``client_for()`` is the embedded
+A judge profile makes it (:func:`recjudge_utils.judge.loading.open_judge`, or
+:func:`~recjudge_utils.judge.loading.client_for` with a model name: ``client_for()`` is the embedded
 SmolLM2-135M-Instruct server, ``client_for("gpt-4o-mini")`` OpenAI, ``client_for(model, base_url=...)`` any
 OpenAI-compatible server), over the backend the profile names (the Batch API and the simulated judge included).
 Who answers is a backend (:mod:`recjudge_utils.judge.backends`); what every call gets is the client's job:
@@ -12,8 +12,8 @@ Who answers is a backend (:mod:`recjudge_utils.judge.backends`); what every call
 * retries with backoff (:mod:`recjudge_utils.judge.transport`), done by the backend under the client's policy;
 * parsing into a typed :class:`JudgeResult` that says parsed / unparsed / error with the raw text and the
   reason (an unparseable answer is reported, never dropped), and the logprob expected label when asked for;
-* one JSONL record per judgment and a usage table (:mod:`recjudge_utils.judge.records`), with costs from the
-  price table (:mod:`recjudge_utils.judge.pricing`).
+* one JSONL record per judgment (:mod:`recjudge_utils.judge.records`) and a usage table
+  (:mod:`recjudge_utils.judge.usage`), with costs from the price table (:mod:`recjudge_utils.judge.pricing`).
 
 The API key is read only from the environment variable named by ``api_key_env``; it is never a parameter and
 never written anywhere.
@@ -40,6 +40,7 @@ from recjudge_utils.judge.pricing import PriceTable
 from recjudge_utils.judge.records import JudgmentLog
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeError, JudgeRequest, JudgeResult, Status
+from recjudge_utils.judge.usage import usage_table
 from recjudge_utils.paths import current_run_dir, runs_dir
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "ParseError"]
@@ -71,7 +72,7 @@ class JudgeClient:
     """Cached, retrying, accounted judge client over one backend.
 
     The client knows backends, not profiles: a judge profile builds its backend and its client
-    (:meth:`recjudge_utils.judge.profiles.JudgeProfile.client`; :func:`recjudge_utils.judge.profiles.client_for` from a
+    (:meth:`recjudge_utils.judge.profile.JudgeProfile.client`; :func:`recjudge_utils.judge.loading.client_for` from a
     model name and endpoint alone).
 
     Args:
@@ -107,7 +108,7 @@ class JudgeClient:
         if not isinstance(backend, Backend):
             raise TypeError(
                 f"JudgeClient needs a constructed Backend, not {backend!r}: open a judge with "
-                "recjudge_utils.judge.profiles.open_judge(profile) or client_for(model=..., base_url=...)"
+                "recjudge_utils.judge.loading.open_judge(profile) or client_for(model=..., base_url=...)"
             )
         self.backend = backend
         self.policy = retry or RetryPolicy()
@@ -305,7 +306,7 @@ class JudgeClient:
     def usage_summary(self, total: bool = True) -> pd.DataFrame:
         """Per template: judgments, cache hits, API calls, parsed/unparsed/errors, tokens and dollars spent by
         API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
-        return self.log.usage_summary(self.model_name, total=total)
+        return usage_table(self.log.rows, self.model_name, total=total)
 
     def close(self) -> None:
         """Close the backend (stopping nothing shared) and the cache."""

@@ -1,6 +1,6 @@
 """Judge panels: several judges asked the same request, one verdict.
 
-A panel is a judge profile (``backend: panel``, :class:`recjudge_utils.judge.profiles.PanelProfile`) whose members are
+A panel is a judge profile (``backend: panel``, :class:`recjudge_utils.judge.profile.PanelProfile`) whose members are
 other profiles. :class:`PanelClient` owns one real :class:`~recjudge_utils.judge.client.JudgeClient` per member, so
 every member's call goes through the one client like any other judge's: cached under the member's own key (a panel of
 judges already run costs nothing new), retried, priced, parsed by the request's answer format, an unparsed answer
@@ -28,7 +28,7 @@ logs is one record (as FastChat and Arena-Hard log one record per judgment) hold
 **The record.** Each judgment is one line of the run's ``judgments.jsonl`` (:class:`recjudge_utils.judge.records.
 JudgmentLog`): the panel's answer, status and reason, with ``members`` (each member's raw answer, parse status and
 reason, cache key, tokens, cost, cache hit and whether it voted) and ``panel`` (the rule, the votes or values per
-answer field and the outcome). Usage counts the members' calls (:func:`recjudge_utils.judge.records.logged_calls`):
+answer field and the outcome). Usage counts the members' calls (:func:`recjudge_utils.judge.usage.logged_calls`):
 a judgment whose members all came from the cache made no call. The members write no log of their own; their folders
 (``members/<member>/<notebook>/`` in the run) hold only what a backend keeps (a Batch job's state, a plan's records).
 
@@ -56,6 +56,7 @@ from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.client import JudgeClient, request_parser
 from recjudge_utils.judge.records import JudgmentLog
 from recjudge_utils.judge.types import JudgeError, JudgeRequest, JudgeResult, Status
+from recjudge_utils.judge.usage import is_paid, usage_table
 
 __all__ = [
     "MEMBERS_DIR",
@@ -393,7 +394,7 @@ class PanelClient:
     def _record(self, request: JudgeRequest, result: PanelResult[Any], keys: Sequence[str | None]) -> None:
         for answer in result.members:
             r = answer.result
-            paid = not r.cache_hit and r.status != "error"
+            paid = is_paid(r.cache_hit, r.status)
             self._member_rows.append(
                 {
                     "member": answer.member,
@@ -427,7 +428,7 @@ class PanelClient:
     def usage_summary(self, total: bool = True) -> pd.DataFrame:
         """Per template, as a judge's usage table: judgments (the panel's), cache hits (judgments no member paid
         for), API calls, tokens and dollars of the members' calls, parsed/unparsed/errors of the panel's answers."""
-        return self.log.usage_summary(self.model_name, total=total)
+        return usage_table(self.log.rows, self.model_name, total=total)
 
     def member_summary(self) -> pd.DataFrame:
         """Per member, over this session's judgments: answers, parsed, unparsed, errors, how many cast no vote

@@ -1,6 +1,6 @@
 """Planning a run before paying: every request the notebooks would send, recorded, and none sent.
 
-In plan mode (the book runner's ``plan`` sets ``RECJUDGE_PLAN``), :func:`recjudge_utils.judge.profiles.open_judge`
+In plan mode (the book runner's ``plan`` sets ``RECJUDGE_PLAN``), :func:`recjudge_utils.judge.loading.open_judge`
 returns a client over :class:`PlanBackend`. It plans each request with the real profile's backend (so its cache key
 is the real one, and a request the shared cache already answers is known to cost nothing), writes one record per
 request to ``<run folder>/<notebook>/plan.jsonl``, and answers with the simulated judge (a perfect one) so the
@@ -9,7 +9,7 @@ estimates. Its answers go to a throwaway cache; the real cache is only read. No 
 built offline and never called.
 
 A record holds the request's exact character counts; tokens are counted afterwards
-(:func:`recjudge_utils.book.usage.plan_summary`) by the judge's own rule. For that, the backend keeps a seeded
+(:func:`recjudge_utils.book.plan_estimate.plan_summary`) by the judge's own rule. For that, the backend keeps a seeded
 random sample of up to :data:`SAMPLE_SIZE` rendered requests per template (``plan_samples.jsonl``), which the
 embedded judge's tokenizer (:class:`ChatTokenizer`, SmolLM2's own, with its chat template) counts.
 """
@@ -201,7 +201,7 @@ class ChatTokenizer:
     """The embedded judge's own tokenizer and chat template, applied by the server that answers: the messages go
     through llama-server's ``/apply-template`` (the GGUF's chat template: ChatML for SmolLM2) and the prompt through
     its ``/tokenize`` with the special tokens a chat request gets, so a prompt is counted as the server counts it
-    (``tests/test_judge_embedded.py`` checks the count against a completion's ``usage.prompt_tokens``).
+    (``tests/judge/test_judge_embedded.py`` checks the count against a completion's ``usage.prompt_tokens``).
 
     It asks a llama-server this process already runs, else a small one of its own, stopped by :meth:`close`."""
 

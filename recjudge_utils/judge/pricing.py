@@ -1,4 +1,4 @@
-"""Token prices (USD per 1M input/output tokens) and the dollar cost of a call.
+"""Token prices (USD per 1M input/output tokens) and the dollar cost of tokens (:func:`usd`, the one formula).
 
 The default table ships as ``recjudge_utils/pricing.json`` (OpenAI list prices; the embedded local
 model costs 0). Pass a dict or the path of a JSON file of the same shape to override or extend it.
@@ -15,9 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-__all__ = ["BATCH_DISCOUNT", "PriceTable"]
+__all__ = ["BATCH_DISCOUNT", "PriceTable", "usd"]
 
 BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the standard price
+
+
+def usd(prompt_tokens: float, completion_tokens: float, price: Mapping[str, float], *, batch: bool = False) -> float:
+    """Dollars of ``prompt_tokens`` in and ``completion_tokens`` out at ``price`` (USD per 1M ``input`` and
+    ``output`` tokens); ``batch``: at the Batch API's discount."""
+    cost = (prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6
+    return cost * (BATCH_DISCOUNT if batch else 1.0)
 
 
 def _default_table() -> dict[str, dict[str, float]]:
@@ -58,10 +65,7 @@ class PriceTable:
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float:
         """USD cost of one call; ``nan`` when the model has no price."""
         p = self.price(model)
-        if p is None:
-            return math.nan
-        usd = (prompt_tokens * p["input"] + completion_tokens * p["output"]) / 1e6
-        return usd * (BATCH_DISCOUNT if batch else 1.0)
+        return math.nan if p is None else usd(prompt_tokens, completion_tokens, p, batch=batch)
 
     def as_dict(self) -> dict[str, Any]:
         """The table as a plain dict."""

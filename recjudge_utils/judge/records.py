@@ -1,10 +1,11 @@
-"""The judgment log of a run, and the usage table built from it.
+"""The judgment log of a run, and what a chapter's answers were worth (:class:`AnswerHealth`).
 
 Every judgment (API call, cache hit or error) becomes one line of ``<run_dir>/judgments.jsonl`` with its
 cache key, raw answer, parse status and reason, usage, cost, route and the request's metadata and truth.
 The full messages are written once per distinct prompt to ``<run_dir>/messages.jsonl`` (keyed by their
 hash), so the log stays small even with long few-shot prompts. Every line passes through the backend's
-``scrub`` first, so a secret that leaked into an error message never reaches the disk.
+``scrub`` first, so a secret that leaked into an error message never reaches the disk. The log also keeps this
+session's usage rows, which :func:`recjudge_utils.judge.usage.usage_table` sums; :func:`read_jsonl` reads the logs.
 """
 
 from __future__ import annotations
@@ -26,31 +27,18 @@ import pandas as pd
 from recjudge_utils.answer_formats.truth import truth_to_dict
 from recjudge_utils.judge.backends.base import PreparedCall
 from recjudge_utils.judge.types import JudgeRequest, JudgeResult
+from recjudge_utils.judge.usage import judgment_usage
 
-__all__ = ["UNUSABLE_SHARE_FLAG", "AnswerHealth", "JudgmentLog", "logged_calls", "reason_kind"]
-
-_USAGE_COLUMNS = [
-    "template_id",
-    "calls",
-    "cache_hits",
-    "api_calls",
-    "parsed",
-    "unparsed",
-    "budget_spent",
-    "errors",
-    "prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-    "cost_usd",
-    "seconds",
-]
+__all__ = ["UNUSABLE_SHARE_FLAG", "AnswerHealth", "JudgmentLog", "read_jsonl", "reason_kind"]
 
 
-def logged_calls(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The judge calls behind one judgment record: the record itself, or for a judge panel's record each member's
-    call (``members``: its cache key, status, usage, cost and cache hit; :mod:`recjudge_utils.judge.panel`)."""
-    members = record.get("members")
-    return list(members) if isinstance(members, list) else [record]
+def read_jsonl(path: Path, start: int = 0) -> list[dict[str, Any]]:
+    """The records of a JSONL file (a judgment log, a plan's records) from line ``start`` (0-based); none when the
+    file does not exist."""
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for k, line in enumerate(fh) if k >= start and line.strip()]
 
 
 def _utcnow() -> str:
@@ -69,7 +57,8 @@ def _json_default(o: Any) -> Any:
 
 
 class JudgmentLog:
-    """Append-only JSONL records of one run folder, plus the in-memory rows of this session's usage."""
+    """Append-only JSONL records of one run folder, plus the in-memory rows of this session's usage (one
+    :func:`~recjudge_utils.judge.usage.judgment_usage` per judgment)."""
 
     def __init__(self, run_dir: Path, scrub: Callable[[str], str]) -> None:
         self.run_dir = run_dir
@@ -143,7 +132,7 @@ class JudgmentLog:
             "truth": truth_to_dict(request.truth),
             **(extra or {}),
         }
-        paid = [c for c in logged_calls(record) if not c.get("cache_hit") and c.get("status") != "error"]
+        usage = judgment_usage(record, result)
         with self._lock:
             if plan.messages_hash not in self._logged_messages:
                 self._write_line(
@@ -151,55 +140,7 @@ class JudgmentLog:
                 )
                 self._logged_messages.add(plan.messages_hash)
             self._write_line(self.log_path, record)
-            self.rows.append(
-                {
-                    "template_id": request.template_id,
-                    "status": result.status,
-                    "cache_hit": bool(result.cache_hit),
-                    "api_call": len(paid),
-                    "api_prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in paid),
-                    "api_completion_tokens": sum(int(c.get("completion_tokens") or 0) for c in paid),
-                    "api_reasoning_tokens": sum(int(c.get("reasoning_tokens") or 0) for c in paid),
-                    "budget_spent": bool(result.budget_spent),
-                    "cost_usd": result.cost_usd,
-                    "latency_s": result.latency_s,
-                }
-            )
-
-    def usage_summary(self, model_name: str, total: bool = True) -> pd.DataFrame:
-        """Per template: judgments, cache hits, API calls, parsed/unparsed/errors (``budget_spent``: unparsed because
-        the output budget ran out before an answer), tokens (reasoning tokens are part of the completion tokens) and
-        dollars spent by API calls in this session (cache hits cost nothing), and seconds (summed call latency)."""
-        cols = _USAGE_COLUMNS
-        if not self.rows:
-            return pd.DataFrame({c: pd.Series(dtype="float64" if c == "cost_usd" else "int64") for c in cols})
-        df = pd.DataFrame(self.rows)
-        g = df.groupby("template_id", sort=True)
-        out = pd.DataFrame(
-            {
-                "calls": g.size(),
-                "cache_hits": g["cache_hit"].sum(),
-                "api_calls": g["api_call"].sum(),
-                "parsed": g["status"].apply(lambda s: int((s == "parsed").sum())),
-                "unparsed": g["status"].apply(lambda s: int((s == "unparsed").sum())),
-                "budget_spent": g["budget_spent"].sum(),
-                "errors": g["status"].apply(lambda s: int((s == "error").sum())),
-                "prompt_tokens": g["api_prompt_tokens"].sum(),
-                "completion_tokens": g["api_completion_tokens"].sum(),
-                "reasoning_tokens": g["api_reasoning_tokens"].sum(),
-                "cost_usd": g["cost_usd"].sum(min_count=1),
-                "seconds": g["latency_s"].sum().round(2),
-            }
-        ).reset_index()
-        if total:
-            tot = out.drop(columns="template_id").sum(numeric_only=True, min_count=1).to_frame().T
-            tot.insert(0, "template_id", "TOTAL")
-            out = pd.concat([out, tot], ignore_index=True)
-        for c in cols[1:]:
-            if c not in ("cost_usd", "seconds"):
-                out[c] = out[c].astype("int64")
-        out.attrs["model"] = model_name
-        return out[cols]
+            self.rows.append(usage)
 
 
 #: a notebook (or a chapter's table) is flagged when more than this share of its answers were unusable (unparsed or

@@ -1,11 +1,12 @@
 """Reading recommendation lists in the formats recommender-system toolkits write, into one checked shape.
 
 :func:`read_lists` takes files, folders, glob patterns or a sequence of them, one system per file, and returns
-:class:`RecommendationLists`: per system, each user's ranked items cut to ``top_k``, plus what was done on the way
-(ranks derived from scores, ties broken, lists kept short, items the user already has) in
-:meth:`~RecommendationLists.report` and :attr:`~RecommendationLists.notes`. Anything it cannot take as it is, it
-refuses with :class:`ListFormatError` before returning anything; the message names the file, the line, what is wrong
-and what to do.
+:class:`~recjudge_utils.lists.types.RecommendationLists`, the one list shape (:mod:`.types`): per system, each
+user's ranked items cut to ``top_k``, plus what was done on the way (ranks derived from scores, ties broken, lists
+kept short, items the user already has) in :meth:`~.types.RecommendationLists.report` and
+:attr:`~.types.RecommendationLists.notes`. Anything it cannot take as it is, it refuses with :class:`ListFormatError`
+before returning anything; the message names the file, the line, what is wrong and
+what to do.
 
 Formats (by extension, then by content):
 
@@ -16,7 +17,8 @@ Formats (by extension, then by content):
     ordered by the **score** column, descending, and the rank column is not used. One difference on ties:
     trec_eval breaks them by docno in *descending* string order (``comp_sim_docno``) and ranx leaves them to an
     unstable sort; here they are broken by item id *ascending* (numerically), like every other score-ranked format,
-    and counted in :attr:`SystemLists.ties_broken`. The second column and the rank column are read but not checked.
+    and counted in :attr:`~.types.SystemLists.ties_broken`. The second column and the rank column are read but not
+    checked.
 ``csv`` / ``tsv`` / ``parquet`` (``.csv``, ``.tsv``, ``.parquet``) with a header
     A user column (``user``, ``user_id``, ``userID``, ``uid``), an item column (``item``, ``item_id``, ``itemID``,
     ``iid``) and either ``rank`` (1 = best; used when present) or a score column (the first of ``score``,
@@ -50,7 +52,9 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_integer_dtype, is_numeric_dtype
 
-__all__ = ["KNOWN_FORMATS", "ListFormatError", "RecommendationLists", "SystemLists", "read_lists"]
+from recjudge_utils.lists.types import RecommendationLists, SystemLists
+
+__all__ = ["KNOWN_FORMATS", "ListFormatError", "read_lists"]
 
 USER_COLUMNS = ("user", "user_id", "userID", "uid")
 ITEM_COLUMNS = ("item", "item_id", "itemID", "iid")
@@ -76,79 +80,6 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 class ListFormatError(ValueError):
     """A recommendation-list file that cannot be read as it is: the message names the file, the line and the fix."""
-
-
-@dataclass(frozen=True)
-class SystemLists:
-    """One system's top-k lists, read from one file, and what was done to get them.
-
-    ``lists`` maps each user to their ranked items (best first), cut to ``top_k``. ``ranked_by`` is ``"rank"`` when
-    the file's rank column ordered them, else the score column's name. ``ties_broken`` counts the entries whose score
-    equals the one just above them in the same list, among those that decide the kept top_k (the first entry below
-    the cut included); 0 when ranked by rank. ``seen_items`` counts the entries among each list's first ``top_k``
-    (as ranked in the file) that the user already has in ``train``; the number is the same whether they were then
-    kept or dropped (``seen_dropped``), so it describes the system, not the reading.
-    """
-
-    name: str
-    source: Path
-    format: str
-    lists: dict[int, list[int]]
-    ranked_by: str
-    ties_broken: int
-    short_users: tuple[int, ...]
-    seen_items: int
-    seen_dropped: bool
-
-
-@dataclass(frozen=True)
-class RecommendationLists:
-    """Every system's lists (in the order read: sorted file paths), the ``top_k`` they were cut to, and notes."""
-
-    systems: dict[str, SystemLists]
-    top_k: int
-    notes: tuple[str, ...]
-
-    def frame(self) -> pd.DataFrame:
-        """Long frame, one row per list entry: ``system``, ``user``, ``rank`` (1-based), ``item``."""
-        parts = []
-        for name, system in self.systems.items():
-            lengths = np.fromiter((len(v) for v in system.lists.values()), dtype=np.int64, count=len(system.lists))
-            total = int(lengths.sum())
-            users = np.repeat(np.fromiter(system.lists.keys(), dtype=np.int64, count=len(system.lists)), lengths)
-            items = np.fromiter((i for v in system.lists.values() for i in v), dtype=np.int64, count=total)
-            starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-            ranks = np.arange(total, dtype=np.int64) - starts + 1
-            parts.append(pd.DataFrame({"system": name, "user": users, "rank": ranks, "item": items}))
-        if not parts:
-            return pd.DataFrame({"system": [], "user": [], "rank": [], "item": []}).astype(
-                {"user": "int64", "rank": "int64", "item": "int64"}
-            )
-        return pd.concat(parts, ignore_index=True)
-
-    def report(self) -> pd.DataFrame:
-        """One row per system: what was read and done (the table to show beside any result from these lists)."""
-        rows = [
-            {
-                "system": s.name,
-                "file": s.source.name,
-                "format": s.format,
-                "users": len(s.lists),
-                "ranked_by": s.ranked_by,
-                "ties_broken": s.ties_broken,
-                "short_lists": len(s.short_users),
-                "seen_items": s.seen_items,
-                "seen": "dropped" if s.seen_dropped else "kept",
-            }
-            for s in self.systems.values()
-        ]
-        columns = ["system", "file", "format", "users", "ranked_by", "ties_broken", "short_lists", "seen_items", "seen"]
-        return pd.DataFrame(rows, columns=columns)
-
-    def users(self) -> set[int]:
-        """The users having a list in every system (the ones a comparison across systems can use)."""
-        sets = [set(s.lists) for s in self.systems.values()]
-        return set.intersection(*sets) if sets else set()
 
 
 def read_lists(

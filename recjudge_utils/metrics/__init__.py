@@ -18,8 +18,9 @@ module                    what it measures
 ``beyond_accuracy``       coverage, Gini of exposure, ARP, novelty, intra-list diversity, judge score on popularity
 ``qrels``                 the judge's item labels as TREC qrels (``user 0 item label``)
 ``serendipity_at_k``      P_ser, N_ser, Avg.Score@k and accuracy per user, their means over folds
+``estimate``              the one shape of a number with its interval: ``Estimate`` (value, low, high, n, method)
 ``intervals``             the intervals every module uses: percentile bootstrap, Wilson, Fisher z
-``numbers``               a float or NaN from whatever a frame or an answer holds (None, text, numpy scalars)
+``numbers``               a float or NaN, a count or None, from whatever a frame or an answer holds
 ``tournament``            a tournament's ranking from its duels: Bradley-Terry with Davidson's extension for ties
 ``missingness``           whether unparsed answers fall evenly on the systems (a test of independence)
 ========================  ==============================================================================================

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval
 from recjudge_utils.metrics.pairwise import TIE, conservative, is_missing
 
@@ -65,16 +66,23 @@ class Kappa:
     n_boot: int = 0
 
 
+#: how :func:`agreement` makes its intervals
+_BOOTSTRAP = "95% percentile bootstrap"
+
+
 @dataclass(frozen=True)
 class Agreement:
-    """Raw agreement and quadratic weighted kappa between two labelers on ``n`` shared cases."""
+    """Raw agreement (a share, 0-1) and quadratic weighted kappa between two labelers, each with its interval and
+    ``n``, the cases both labelled; kappa's bootstrap SE beside them."""
 
-    n: int
-    raw: float
-    kappa: float
-    raw_ci: tuple[float, float] = (float("nan"), float("nan"))
-    kappa_ci: tuple[float, float] = (float("nan"), float("nan"))
+    raw: Estimate
+    kappa: Estimate
     kappa_se: float = float("nan")
+
+    @property
+    def n(self) -> int:
+        """The cases both labelers labelled."""
+        return self.raw.n or 0
 
 
 def _kept(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[int]:
@@ -209,10 +217,10 @@ def agreement(
     ``clusters`` when given) and kappa's bootstrap SE (:func:`weighted_kappa_ci`)."""
     n = len(_codes(a, b, labels)[0])  # a label outside ``labels`` raises here
     if n == 0:
-        return Agreement(0, float("nan"), float("nan"))
-    raw_pt, raw_lo, raw_hi = raw_agreement_ci(a, b, n_boot=n_boot, seed=seed, clusters=clusters)
+        return Agreement(Estimate(float("nan"), n=0), Estimate(float("nan"), n=0))
+    raw = Estimate(*raw_agreement_ci(a, b, n_boot=n_boot, seed=seed, clusters=clusters), n, _BOOTSTRAP)
     k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed, clusters=clusters)
-    return Agreement(n=n, raw=raw_pt, kappa=k.value, raw_ci=(raw_lo, raw_hi), kappa_ci=(k.low, k.high), kappa_se=k.se)
+    return Agreement(raw, Estimate(k.value, k.low, k.high, n, _BOOTSTRAP), kappa_se=k.se)
 
 
 def raw_agreement_ci(
@@ -467,12 +475,12 @@ def compare_with_humans(
                 "labeler_a": name_a,
                 "labeler_b": name_b,
                 "n": res.n,
-                "raw_agreement": res.raw,
-                "raw_low": res.raw_ci[0],
-                "raw_high": res.raw_ci[1],
-                "kappa_w": res.kappa,
-                "kappa_low": res.kappa_ci[0],
-                "kappa_high": res.kappa_ci[1],
+                "raw_agreement": res.raw.value,
+                "raw_low": res.raw.low,
+                "raw_high": res.raw.high,
+                "kappa_w": res.kappa.value,
+                "kappa_low": res.kappa.low,
+                "kappa_high": res.kappa.high,
             }
         )
 

@@ -9,28 +9,19 @@ Every coefficient is scipy's (``scipy.stats.pearsonr``, ``scipy.stats.spearmanr`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.intervals import Seed, fisher_z_interval, make_rng
 
-__all__ = ["SPEARMAN_Z_VARIANCE", "Correlation", "pearson", "pearson_rounding_range", "spearman_ci"]
+__all__ = ["SPEARMAN_Z_VARIANCE", "pearson", "pearson_rounding_range", "spearman_ci"]
 
 #: Fieller, Hartley & Pearson (1957): the variance of Fisher's z of a Spearman correlation is about 1.06 / (n - 3)
 SPEARMAN_Z_VARIANCE = 1.06
 
 Numbers = Sequence[float] | np.ndarray
-
-
-class Correlation(NamedTuple):
-    """A correlation coefficient with its interval (NaN bounds when it has none) and the number of pairs."""
-
-    value: float
-    low: float
-    high: float
-    n: int
 
 
 def pearson(x: Numbers, y: Numbers) -> tuple[float, float]:
@@ -44,15 +35,15 @@ def pearson(x: Numbers, y: Numbers) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def spearman_ci(x: Numbers, y: Numbers, ci: float = 0.95) -> Correlation:
+def spearman_ci(x: Numbers, y: Numbers, ci: float = 0.95) -> Estimate:
     """Spearman's rho of ``x`` and ``y`` (scipy) with its Fisher-z interval (variance 1.06 / (n - 3), Fieller et al.
-    1957) and n; the bounds are NaN when n < 4, |rho| = 1 or rho is undefined (a constant column)."""
+    1957) and n, the pairs; the bounds are NaN when n < 4, |rho| = 1 or rho is undefined (a constant column)."""
     n = len(x)
     constant = n >= 2 and (np.ptp(np.asarray(x, dtype=float)) == 0 or np.ptp(np.asarray(y, dtype=float)) == 0)
     # undefined for a constant column: say so with NaN instead of scipy's ConstantInputWarning in a reader's page
     rho = float(stats.spearmanr(x, y).statistic) if n >= 2 and not constant else float("nan")
     low, high = fisher_z_interval(rho, n, ci, z_variance=SPEARMAN_Z_VARIANCE)
-    return Correlation(rho, low, high, n)
+    return Estimate(rho, low, high, n, f"{ci:.0%} Fisher z")
 
 
 def pearson_rounding_range(

@@ -1,7 +1,9 @@
 """Agreement between a five-level judge score and a five-level ground truth (paper: serendipity-llm-judge, §4.1).
 
 Pure functions over arrays. A NaN prediction means the judge's answer could not be parsed: such pairs are
-counted (``n_unparsed``, ``unparsed_rate``) and left out of MAE / accuracy / kappa, never replaced by a default.
+counted (``unparsed_rate``) and left out of MAE / accuracy / kappa, never replaced by a default. A summary is a long
+frame, one row per measure (:data:`MEASURE_COLUMNS`: value, low, high, n), read one measure at a time
+(:func:`measure_by`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from recjudge_utils.metrics.intervals import bootstrap_ci, wilson
 
 __all__ = [
     "LEVELS",
+    "MEASURES",
+    "MEASURE_COLUMNS",
     "confusion_frame",
     "constant_predictions",
     "mae",
     "mae_unparsed_at_worst",
+    "measure_by",
     "score_distribution",
     "summarize_predictions",
     "summarize_templates",
@@ -29,6 +34,10 @@ __all__ = [
 ]
 
 LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
+#: a summary's columns after its group columns: one row per measure, its interval (NaN: none) and the pairs behind it
+MEASURE_COLUMNS = ("measure", "value", "low", "high", "n")
+#: the measures of :func:`summarize_predictions`, in its order (the last two only with expected scores)
+MEASURES = ("mae", "acc3", "kappa_qw", "unparsed_rate", "mean_pred", "mae_expected", "mae_argmax_same")
 _CLASS_NAMES: dict[int, str] = {-1: "negative (<3)", 0: "neutral (=3)", 1: "positive (>3)"}
 
 
@@ -119,62 +128,47 @@ def summarize_predictions(
     expected: Sequence[float] | np.ndarray | None = None,
     n_boot: int = 2000,
     seed: int = 0,
-) -> dict[str, float]:
-    """One row of Table 1 for one set of predictions.
+) -> pd.DataFrame:
+    """One template's Table 1 as a long frame: one row per measure (columns :data:`MEASURE_COLUMNS`), in the order of
+    :data:`MEASURES`.
 
-    Keys: n, n_parsed, n_unparsed, unparsed_rate, mae (+ mae_lo, mae_hi: 95 % percentile bootstrap over the
-    parsed pairs), acc3 (+ acc3_lo, acc3_hi, as fractions; + acc3_wilson_lo, acc3_wilson_hi, the Wilson interval,
-    the better one at small n), kappa_qw (quadratic weighted kappa on parsed pairs, labels 1..5, with kappa_se,
-    kappa_lo, kappa_hi from the percentile bootstrap of :func:`~recjudge_utils.metrics.agreement.weighted_kappa_ci`
-    over the same resampled pairs as the MAE), mean_pred, and with ``expected`` (logprob-weighted
-    scores, NaN where unavailable): n_expected, mae_expected and mae_argmax_same (argmax MAE on the same pairs,
-    for a fair comparison).
+    ``mae`` with its 95 % percentile bootstrap CI over the parsed pairs; ``acc3`` (three-class accuracy, a fraction)
+    with its Wilson CI (a bootstrap one collapses when every answer agrees); ``kappa_qw`` (quadratic weighted kappa,
+    labels 1..5) with the percentile bootstrap CI of :func:`~recjudge_utils.metrics.agreement.weighted_kappa_ci` over
+    the same resampled pairs as the MAE; ``unparsed_rate``; ``mean_pred``; and with ``expected`` (logprob-weighted
+    scores, NaN where unavailable) ``mae_expected`` and ``mae_argmax_same`` (the argmax MAE on the same pairs, for a
+    fair comparison), without intervals. ``n`` is the pairs each rests on: every pair for ``unparsed_rate``, the
+    pairs parsed with an expected score for the last two, the parsed pairs for the others.
     """
     p, t = _pair(pred, truth)
     ok = ~np.isnan(p)
     n, n_ok = len(p), int(ok.sum())
-    row: dict[str, float] = {
-        "n": n,
-        "n_parsed": n_ok,
-        "n_unparsed": n - n_ok,
-        "unparsed_rate": (n - n_ok) / n if n else float("nan"),
-    }
-    nan3 = (float("nan"),) * 3
     nan = float("nan")
+    mae_ci = acc3 = kappa_ci = (nan, nan, nan)
+    mean_pred = nan
     if n_ok:
         pp, tt = p[ok], t[ok]
-        m = bootstrap_ci((pp, tt), _mean_abs_err, n_boot=n_boot, seed=seed)
-        a = bootstrap_ci((pp, tt), _acc3, n_boot=n_boot, seed=seed)
-        w = wilson(float(np.sum(np.sign(pp - 3.0) == np.sign(tt - 3.0))), n_ok)
+        mae_ci = bootstrap_ci((pp, tt), _mean_abs_err, n_boot=n_boot, seed=seed)
+        acc3 = (float(_acc3(pp, tt)), *wilson(float(np.sum(np.sign(pp - 3.0) == np.sign(tt - 3.0))), n_ok))
         kappa = weighted_kappa_ci(tt.astype(int), pp.astype(int), LEVELS, n_boot=n_boot, seed=seed)
-        k, k_se, k_lo, k_hi = kappa.value, kappa.se, kappa.low, kappa.high
+        kappa_ci = (kappa.value, kappa.low, kappa.high)
         mean_pred = float(pp.mean())
-    else:
-        m = a = nan3
-        w = (nan, nan)
-        k = k_se = k_lo = k_hi = mean_pred = nan
-    row.update(
-        mae=m[0],
-        mae_lo=m[1],
-        mae_hi=m[2],
-        acc3=a[0],
-        acc3_lo=a[1],
-        acc3_hi=a[2],
-        acc3_wilson_lo=w[0],
-        acc3_wilson_hi=w[1],
-        kappa_qw=k,
-        kappa_se=k_se,
-        kappa_lo=k_lo,
-        kappa_hi=k_hi,
-        mean_pred=mean_pred,
-    )
+    rows = [
+        ("mae", *mae_ci, n_ok),
+        ("acc3", *acc3, n_ok),
+        ("kappa_qw", *kappa_ci, n_ok),
+        ("unparsed_rate", (n - n_ok) / n if n else nan, nan, nan, n),
+        ("mean_pred", mean_pred, nan, nan, n_ok),
+    ]
     if expected is not None:
         e, _ = _pair(expected, truth)
         both = ~np.isnan(e) & ok
-        row["n_expected"] = int(both.sum())
-        row["mae_expected"] = float(_mean_abs_err(e[both], t[both])) if both.any() else float("nan")
-        row["mae_argmax_same"] = float(_mean_abs_err(p[both], t[both])) if both.any() else float("nan")
-    return row
+        n_both = int(both.sum())
+        rows += [
+            ("mae_expected", float(_mean_abs_err(e[both], t[both])) if n_both else nan, nan, nan, n_both),
+            ("mae_argmax_same", float(_mean_abs_err(p[both], t[both])) if n_both else nan, nan, nan, n_both),
+        ]
+    return pd.DataFrame(rows, columns=list(MEASURE_COLUMNS)).astype({"value": float, "low": float, "high": float})
 
 
 def summarize_templates(
@@ -183,30 +177,27 @@ def summarize_templates(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Table 1 for several templates: one row per template from frames returned by ``SerendipityJudge.score``.
+    """Table 1 for several templates, from frames returned by ``SerendipityJudge.score``: :func:`summarize_predictions`
+    of each, a ``template`` column first (one row per template and measure, the templates in ``scores``' order).
 
-    ``truth`` is aligned with the frames' rows. Adds calls, tokens, cost and judge time summed from the frames
-    (``n_calls``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``latency_s``) when present.
+    ``truth`` is aligned with the frames' rows. What the templates used (calls, tokens, cost, judge time) is
+    :func:`recjudge_utils.judge.usage.template_usage`.
     """
     t = np.asarray(truth, dtype=float)
-    rows = []
+    frames = []
     for name, frame in scores.items():
         if len(frame) != len(t):
             raise ValueError(f"template {name!r}: {len(frame)} scores for {len(t)} truths")
         expected = frame["expected_score"].to_numpy(dtype=float) if "expected_score" in frame else None
-        row: dict[str, object] = {"template": name}
-        row.update(summarize_predictions(frame["score"].to_numpy(dtype=float), t, expected, n_boot, seed))
-        for col, key in (
-            ("n_calls", "calls"),
-            ("prompt_tokens", "prompt_tokens"),
-            ("completion_tokens", "completion_tokens"),
-            ("cost_usd", "cost_usd"),
-            ("latency_s", "judge_time_s"),
-        ):
-            if col in frame:
-                row[key] = frame[col].sum()
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("template")
+        summary = summarize_predictions(frame["score"].to_numpy(dtype=float), t, expected, n_boot, seed)
+        frames.append(summary.assign(template=name)[["template", *MEASURE_COLUMNS]])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["template", *MEASURE_COLUMNS])
+
+
+def measure_by(summary: pd.DataFrame, measure: str, by: str) -> pd.DataFrame:
+    """One measure's rows of a long summary (value, low, high, n), indexed by the group column ``by`` in the
+    summary's order: the wide view a table or a figure of that measure reads."""
+    return summary.loc[summary["measure"] == measure].set_index(by)[["value", "low", "high", "n"]]
 
 
 def constant_predictions(truth: Sequence[float] | np.ndarray, value: int | str = "majority") -> np.ndarray:

@@ -1,12 +1,13 @@
 """A number from whatever a frame, a JSON file or a judge's parsed answer holds: :func:`number_or_nan` turns None,
-text, numpy scalars and NaN into a float, NaN when there is no number. Experiments, annotation and reporting read
-loose values through it, so "no number" means one thing everywhere."""
+text, numpy scalars and NaN into a float, NaN when there is no number; :func:`count_or_none` does the same for a
+count (an int, None when there is none). Experiments, annotation and reporting read loose values through them, so
+"no number" means one thing everywhere."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["number_or_nan"]
+__all__ = ["count_or_none", "number_or_nan"]
 
 
 def number_or_nan(x: object, *, finite: bool = False) -> float:
@@ -17,3 +18,9 @@ def number_or_nan(x: object, *, finite: bool = False) -> float:
     except (TypeError, ValueError):
         return math.nan
     return math.nan if finite and not math.isfinite(out) else out
+
+
+def count_or_none(x: object) -> int | None:
+    """``int(x)``, or None when ``x`` is no number (None, NaN, text): how many units stand behind an estimate."""
+    out = number_or_nan(x)
+    return None if math.isnan(out) else int(out)

@@ -7,6 +7,8 @@ Outcomes are stated for the recommender under test, ``x``, against ``y``: ``"win
 * **Adjudication** (:func:`conservative`): when labelers, or the two presentation orders of one comparison,
   agree, that verdict; when they disagree, a tie (a position-dependent verdict carries no preference). The
   same rule merges human annotators in SAER (its "conservative" pairwise rule).
+* **Win/Tie/Lose and Q** (:func:`wtl_summary`): a long frame, one row per measure (``win``, ``tie``, ``lose`` in %,
+  ``Q``) with its ``value``, ``low``, ``high`` and ``n``.
 * **Q** (RecSys Arena): ``Q = (N_win + N_tie) / (N_lose + N_tie)``. When the denominator is 0 and the
   numerator is not (only wins), Q is ``inf``; with no outcomes at all it is ``nan``. This is the one
   definition used everywhere (tables, CIs).
@@ -31,6 +33,8 @@ from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distributio
 __all__ = [
     "OUTCOMES",
     "TIE",
+    "WTL_COLUMNS",
+    "WTL_MEASURES",
     "Difference",
     "adjudicate",
     "conservative",
@@ -134,26 +138,33 @@ def _q_from_share(s: float) -> float:
     return float("inf") if s >= 1.0 else float(s / (1.0 - s))
 
 
-def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> dict[str, Any]:
-    """Win/Tie/Lose %, Q and their CIs for one series of outcomes (Wilson for the win rate, percentile bootstrap
-    for Q); missing ones are counted as ``n_unjudged``."""
+WTL_MEASURES = ("win", "tie", "lose", "Q")
+#: the columns of :func:`wtl_summary`'s frame: one row per measure, ``n`` the judged outcomes, ``n_unjudged`` the rest
+WTL_COLUMNS = ["measure", "value", "low", "high", "n", "n_unjudged"]
+
+
+def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
+    """Win/Tie/Lose % and Q of one series of outcomes, one row per measure (:data:`WTL_COLUMNS`): each share with its
+    Wilson interval, Q with its percentile-bootstrap interval; missing outcomes are counted as ``n_unjudged``. Every
+    measure has its row, NaN where nothing was judged."""
     outcomes = list(outcomes)
     codes = _outcome_codes(outcomes)
-    row: dict[str, Any] = {"n": len(codes), "n_unjudged": len(outcomes) - len(codes)}
-    if not len(codes):
-        # one shape with or without outcomes: every column a table reads is there, NaN where nothing was judged
-        missing = ("win", "tie", "lose", "Q", "win_lo", "win_hi", "Q_lo", "Q_hi")
-        return {**row, **dict.fromkeys(missing, np.nan)}
-    n_w, n_t, n_l = (int(np.sum(codes == c)) for c in (1, 0, -1))
-    row.update(win=100.0 * n_w / len(codes), tie=100.0 * n_t / len(codes), lose=100.0 * n_l / len(codes))
-    row["Q"] = q_value(n_w, n_t, n_l)
-    w_lo, w_hi = wilson(n_w, len(codes), ci=ci)
-    if len(codes) < 2:  # a bootstrap over one outcome is a zero-width interval: report no interval instead
-        s_lo = s_hi = float("nan")
+    n = len(codes)
+    nan = float("nan")
+    counts = [int(np.sum(codes == c)) for c in (1, 0, -1)]  # win, tie, lose
+    rows: list[tuple[float, float, float]] = []
+    for count in counts:
+        low, high = wilson(count, n, ci=ci)  # NaN, NaN when nothing was judged
+        rows.append((100.0 * count / n if n else nan, 100.0 * low, 100.0 * high))
+    if n < 2:  # a bootstrap over one outcome is a zero-width interval: report no interval instead
+        s_lo = s_hi = nan
     else:
         _, s_lo, s_hi = bootstrap_ci(codes, statistic=_share_for_q, n_boot=n_boot, ci=ci, seed=seed)
-    row.update(win_lo=100.0 * w_lo, win_hi=100.0 * w_hi, Q_lo=_q_from_share(s_lo), Q_hi=_q_from_share(s_hi))
-    return row
+    rows.append((q_value(*counts), _q_from_share(s_lo), _q_from_share(s_hi)))
+    return pd.DataFrame(
+        [(m, v, lo, hi, n, len(outcomes) - n) for m, (v, lo, hi) in zip(WTL_MEASURES, rows, strict=True)],
+        columns=WTL_COLUMNS,
+    )
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,14 @@ from recjudge_utils.metrics.intervals import bootstrap_ci
 from recjudge_utils.metrics.ranking import hit_matrix, ndcg_at_k, precision_at_k
 from recjudge_utils.splitting.temporal import ground_truth
 
-__all__ = ["METRICS", "METRIC_LABELS", "per_user_metrics", "summarise"]
+__all__ = [
+    "METRICS", "METRIC_LABELS", "SERENDIPITY_METRICS", "SUMMARY_COLUMNS", "of_measure", "per_user_metrics", "summarise",
+]  # fmt: skip
 
 METRICS: tuple[str, ...] = ("p_acc", "n_acc", "p_ser", "n_ser", "avg")
+SERENDIPITY_METRICS: tuple[str, ...] = ("p_ser", "n_ser", "avg")  # computed over the judged users only
+#: the columns of :func:`summarise`: one row per RS and measure
+SUMMARY_COLUMNS: tuple[str, ...] = ("rs", "measure", "value", "low", "high", "n")
 
 
 METRIC_LABELS: dict[str, str] = {
@@ -129,31 +134,35 @@ def _mean_of_fold_means(values: np.ndarray, folds: np.ndarray) -> float:
 def summarise(
     per_user: pd.DataFrame, n_boot: int = 1000, seed: int = 0, percent: bool = True, ci: float = 0.95
 ) -> pd.DataFrame:
-    """Per RS: mean over folds of the per-fold mean of each metric, with a bootstrap CI (columns m, m_lo, m_hi).
+    """Per RS and measure, one row (:data:`SUMMARY_COLUMNS`): each of :data:`METRICS` as the mean over folds of its
+    per-fold mean with a bootstrap CI (``low``, ``high``) and ``n``, the users it rests on (every evaluation user for
+    accuracy, the judged ones for serendipity), then ``unparsed``: the unparsed count out of the judged list slots
+    (no interval, no ``n``).
 
     Precision/NDCG are in percent when ``percent`` (as the paper prints them); Avg.Score stays on 1..5.
-    Also: users evaluated for accuracy / judged, and the unparsed count out of the judged list slots.
     """
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for rs, grp in per_user.groupby("rs", sort=False):
-        row: dict[str, Any] = {"rs": rs}
         folds = grp["fold"].to_numpy()
+        judged = grp.loc[grp["judged"]]
         for m in METRICS:
+            users = len(judged) if m in SERENDIPITY_METRICS else len(grp)
             vals = grp[m].to_numpy(dtype=float)
             scale = 100.0 if (percent and m != "avg") else 1.0
             ok = ~np.isnan(vals)
             if not ok.any():
-                row[m], row[f"{m}_lo"], row[f"{m}_hi"] = np.nan, np.nan, np.nan
+                rows.append((rs, m, np.nan, np.nan, np.nan, users))
                 continue
             point, lo, hi = bootstrap_ci(
                 (vals[ok], folds[ok]), statistic=_mean_of_fold_means, n_boot=n_boot, ci=ci, seed=seed
             )
             if ok.sum() < 2:  # a bootstrap over one user is a zero-width interval: report no CI instead
                 lo = hi = float("nan")
-            row[m], row[f"{m}_lo"], row[f"{m}_hi"] = point * scale, lo * scale, hi * scale
-        row["users_acc"] = len(grp)
-        judged = grp.loc[grp["judged"]]
-        row["users_judged"] = len(judged)
-        row["unparsed"] = int(judged["n_unparsed"].sum())
-        rows.append(row)
-    return pd.DataFrame(rows)
+            rows.append((rs, m, point * scale, lo * scale, hi * scale, users))
+        rows.append((rs, "unparsed", float(judged["n_unparsed"].sum()), np.nan, np.nan, pd.NA))
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).astype({"value": float, "n": "Int64"})
+
+
+def of_measure(summary: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """The rows of one measure of a :func:`summarise` frame, one per RS in the frame's order (index 0, 1, ...)."""
+    return summary.loc[summary["measure"] == measure].reset_index(drop=True)

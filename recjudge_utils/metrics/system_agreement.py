@@ -17,8 +17,8 @@ ranking is the order of those means.
 The CI over users is the one a rerun with other users of the same population would vary by; it says nothing of how
 the systems were chosen. The tau CI covers the tau that this many users give on average, not the tau of the
 population's rankings: noise in either ranking pulls tau-hat towards 0, so tau-hat rises with the number of users
-and a small sample's CI can lie wholly below the population's tau (``tests/test_metrics_rank_agreement.py`` measures
-it). Read it beside each measure's split-half reliability (:mod:`~recjudge_utils.metrics.rank_agreement`).
+and a small sample's CI can lie wholly below the population's tau (``tests/metrics/test_metrics_rank_agreement.py``
+measures it). Read it beside each measure's split-half reliability (:mod:`~recjudge_utils.metrics.rank_agreement`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from recjudge_utils.answer_formats.arena_verdicts import (
 )
 from recjudge_utils.answer_formats.truth import ListScoreTruth, PreferenceTruth
 from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue, make_request
+from recjudge_utils.lists.types import ListsBySystem
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.arena import ArenaContext
 from recjudge_utils.protocols.pairwise import Game, judge_games
@@ -90,7 +91,8 @@ def _render_messages(
     k: int,
 ) -> tuple[Message, ...]:
     """System message (the role-play sentence, fixed for all users) + user message (this user's profile, history
-    and lists, then the aspects and the answer format)."""
+    and lists, then the aspects and the answer format). The lists are shown as given: they were cut to ``k`` where
+    they were made (:mod:`recjudge_utils.lists.types`)."""
     slots: dict[str, object] = {
         "domain": context.words,
         "aspect_block": _aspect_block(aspects),
@@ -98,8 +100,8 @@ def _render_messages(
         "profile": context.profile(user),
         "history": context.numbered(context.history(user)),
         "k": k,
-        "list_a": context.numbered(list(list_a)[:k]),
-        "list_b": context.numbered(list(list_b)[:k]) if list_b is not None else "",
+        "list_a": context.numbered(list(list_a)),
+        "list_b": context.numbered(list(list_b)) if list_b is not None else "",
     }
     return template.render(**{name: value for name, value in slots.items() if name in template.slots})
 
@@ -152,14 +154,14 @@ class PairwiseJudge:
     def judge(
         self,
         comparisons: pd.DataFrame,
-        recs: Mapping[str, Mapping[int, Sequence[int]]],
+        recs: ListsBySystem,
         both_orders: bool = True,
         evidence: Mapping[str, Mapping[int, float]] | None = None,
         with_analysis: bool = False,
     ) -> pd.DataFrame:
         """Judge every row (user, x, y) of ``comparisons``; one output row per (comparison, order).
 
-        ``recs[name][user]`` is that recommender's ranked list for the user (the first ``k`` are shown);
+        ``recs[name][user]`` is that recommender's ranked top-``k`` list for the user, shown as it is;
         ``evidence[name][user]`` (optional) is the truth attached for the simulated judge (held-out positives
         in the shown list). Columns: user, x, y, order, x_position ("A"/"B"), status, reason, raw_text,
         ``verdict_<key>`` (in A/B terms, as the judge answered) and ``<key>`` (the outcome for x: win/tie/lose);
@@ -239,7 +241,7 @@ class AbsoluteJudge:
     def score(
         self,
         users: Sequence[int],
-        recs: Mapping[str, Mapping[int, Sequence[int]]],
+        recs: ListsBySystem,
         truth: Mapping[str, Mapping[int, float]] | None = None,
     ) -> pd.DataFrame:
         """DataFrame(user, model, score (NaN if unparsed), status, reason); ``truth[model][user]`` in [0, 1]

@@ -27,7 +27,7 @@ from recjudge_utils.judge.types import Judge, JudgeRequest, MetadataValue
 from recjudge_utils.metrics.intervals import wilson
 from recjudge_utils.metrics.pairwise import adjudicate, is_missing, position_consistency
 
-__all__ = ["ORDERS", "Game", "games", "judge_games", "outcome_for_position", "position_summary"]
+__all__ = ["ORDERS", "POSITION_COLUMNS", "Game", "games", "judge_games", "outcome_for_position", "position_summary"]
 
 ORDERS = ("x_first", "y_first")  # x shown first, y shown first
 Position = str  # "first", "second" or "tie"
@@ -145,14 +145,21 @@ def games(raw: pd.DataFrame, keys: Sequence[str], by: Sequence[str] = ("user", "
     return pd.DataFrame(columns)
 
 
+#: the columns of :func:`position_summary`'s frame: one row per comparison and measure
+POSITION_COLUMNS = ["x", "y", "measure", "value", "low", "high", "n"]
+
+
 def position_summary(
     raw: pd.DataFrame, key: str, first_verdict: str, by: Sequence[str] = ("user", "x", "y")
 ) -> pd.DataFrame:
-    """Per comparison (x, y) and overall: how often the two orders agree, and how often the judge names the
-    list shown first (``first_verdict``, e.g. "A wins") whatever it is.
+    """Per comparison (x, y) and overall ("all", "all"), one row per measure (:data:`POSITION_COLUMNS`): how often
+    the two orders agree, how often the judge names the list shown first (``first_verdict``, e.g. "A wins") whatever
+    it is, and how many answers were not parsed.
 
-    ``consistency`` (:func:`~recjudge_utils.metrics.pairwise.position_consistency`, with its Wilson interval) is over
-    games whose two orders were both parsed; ``first_share`` over all parsed answers.
+    ``consistency`` (:func:`~recjudge_utils.metrics.pairwise.position_consistency`, with its Wilson interval; none
+    when no game was parsed in both orders) is over the ``n`` games whose two orders were both parsed;
+    ``first_share`` over the ``n`` parsed answers; ``unparsed_rate`` over the ``n`` answers. Only the consistency
+    has an interval.
     """
     adj = games(raw, [key], by)
     both = adj.dropna(subset=[f"{key}_x_first", f"{key}_y_first"])
@@ -160,19 +167,16 @@ def position_summary(
     groups = [(("all", "all"), both, raw)]
     for (x, y), grp in both.groupby(["x", "y"], sort=False):
         groups.append(((x, y), grp, raw[(raw["x"] == x) & (raw["y"] == y)]))
+    nan = np.nan
     for (x, y), grp, raw_grp in groups:
         parsed = raw_grp[raw_grp["status"] == "parsed"]
         consistent, n = position_consistency(grp[f"{key}_x_first"].tolist(), grp[f"{key}_y_first"].tolist())
-        row = {
-            "x": x,
-            "y": y,
-            "n_both_parsed": n,
-            "consistency": consistent / n if n else np.nan,
-            "first_share": float((parsed[f"verdict_{key}"] == first_verdict).mean()) if len(parsed) else np.nan,
-            "unparsed_rate": float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else np.nan,
-        }
-        # no game parsed in both orders: no interval, but the columns are there (a reader asks for them by name)
-        lo, hi = wilson(consistent, n) if n else (np.nan, np.nan)
-        row.update(consistency_lo=lo, consistency_hi=hi)
-        rows.append(row)
-    return pd.DataFrame(rows)
+        low, high = wilson(consistent, n) if n else (nan, nan)
+        first = float((parsed[f"verdict_{key}"] == first_verdict).mean()) if len(parsed) else nan
+        unparsed = float((raw_grp["status"] != "parsed").mean()) if len(raw_grp) else nan
+        rows += [
+            (x, y, "consistency", consistent / n if n else nan, low, high, n),
+            (x, y, "first_share", first, nan, nan, len(parsed)),
+            (x, y, "unparsed_rate", unparsed, nan, nan, len(raw_grp)),
+        ]
+    return pd.DataFrame(rows, columns=POSITION_COLUMNS)

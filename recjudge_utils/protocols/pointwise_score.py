@@ -40,6 +40,7 @@ from recjudge_utils.answer_formats.json_levels import LEVELS, format_levels, lev
 from recjudge_utils.answer_formats.truth import ScoreTruth
 from recjudge_utils.data.domain import NEUTRAL_DOMAIN, DomainWords
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
+from recjudge_utils.metrics.numbers import number_or_nan
 from recjudge_utils.paths import SELECTED_TEMPLATE_FILE, current_run_dir
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.context.serendipity import as_item_list, history_lines, item_texts, lookup
@@ -110,10 +111,6 @@ def template_stages(template: str) -> tuple[Stage, ...]:
     if template not in _TEMPLATE_PROMPTS:
         raise ValueError(f"unknown serendipity template {template!r}; choose from {TEMPLATES}")
     return tuple(Stage(load_prompt(pid)) for pid in _TEMPLATE_PROMPTS[template])
-
-
-def _nan_if_none(x: float | None) -> float:
-    return float("nan") if x is None else float(x)
 
 
 class SerendipityJudge:
@@ -297,7 +294,7 @@ class SerendipityJudge:
                 out["cache_hits"][k] += int(res.cache_hit)
                 raw[k] = res.raw_text
                 if st.label_field == "score":
-                    out["expected_score"][k] = _nan_if_none(res.expected_label)
+                    out["expected_score"][k] = number_or_nan(res.expected_label)
                 if res.status != "parsed" or res.value is None:
                     status[k] = "error" if res.status == "error" else "unparsed"
                     why = res.reason or res.status

@@ -24,6 +24,7 @@ from recjudge_utils.answer_formats.saer_fields import POSITION_OF_SET
 from recjudge_utils.answer_formats.truth import LabelTruth, PreferenceTruth, Truth
 from recjudge_utils.data.domain import DomainWords
 from recjudge_utils.judge.types import Judge, JudgeRequest, JudgeResult, MetadataValue, make_request
+from recjudge_utils.lists.types import ListsBySystem
 from recjudge_utils.prompts import Message, PromptTemplate, load_prompt
 from recjudge_utils.protocols.adversarial import adversarial_outcome
 from recjudge_utils.protocols.context.saer import DOMAINS, Catalogue, CustomerContext, render_list
@@ -171,7 +172,7 @@ class SaerPointwise:
         judge: Judge,
         contexts: Mapping[int, CustomerContext],
         catalogue: Catalogue,
-        lists: Mapping[str, Mapping[int, Sequence[int]]],
+        lists: ListsBySystem,
         users: Sequence[int],
         hits: Mapping[str, Mapping[int, int]] | None = None,
         task: str = "pointwise",
@@ -228,7 +229,7 @@ class SaerAdversarial:
         pairs: pd.DataFrame,
         contexts: Mapping[int, CustomerContext],
         catalogue: Catalogue,
-        lists: Mapping[str, Mapping[int, Sequence[int]]],
+        lists: ListsBySystem,
     ) -> pd.DataFrame:
         """One row per pair: user, algorithm, decoy_user, genuine_position, prompt_version, verdict, outcome
         (correct / wrong / tie; None when unparsed), then the judgment's status, reason, raw answer and accounting."""

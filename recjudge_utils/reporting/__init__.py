@@ -1,6 +1,8 @@
 """Reporting: what the notebooks show, laid out from numbers the experiments computed. Generic kinds (``cells``,
-``tables``, ``figures``, ``callouts``, ``claims``, ``answer_health``), and one module per chapter whose words are
-``text/<chapter>.yaml`` (:mod:`recjudge_utils.reporting.text`):
+``tables``, ``figures``, ``callouts``, ``claims``, ``answer_health``), and one module per chapter. Captions are the
+notebooks'; headers, labels and fixed sentences are written in the chapter's module; the words its run chooses between
+(claims, notes shown only for some runs) and the paper's text are ``text/<chapter>.yaml``
+(:mod:`recjudge_utils.reporting.text`):
 
 ======================  ==============================================================================================
 module                  chapter

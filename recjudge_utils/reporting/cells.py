@@ -1,4 +1,5 @@
-"""Table cells for people: an estimate with its interval in one cell, a judge's usage in words."""
+"""Table cells for people: an estimate with its interval in one cell (the one formatter of an interval), a judge's usage
+in words."""
 
 from __future__ import annotations
 
@@ -8,14 +9,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.numbers import number_or_nan
 
 __all__ = ["estimate_cell", "usage_cells"]
 
 
-def estimate_cell(value: object, low: object = None, high: object = None, digits: int = 3, scale: float = 1.0) -> str:
-    """An estimate and its interval in one cell, ``61.1 [55.2, 66.8]``: a missing estimate reads ``n/a``, a missing
-    bound leaves the bare estimate (a count, a paper's number), an infinite one (Q with no losses) reads ``∞``."""
+def estimate_cell(
+    value: Estimate | object, low: object = None, high: object = None, digits: int = 3, scale: float = 1.0
+) -> str:
+    """An estimate and its interval in one cell, ``61.1 [55.2, 66.8]``: an :class:`Estimate`, or the loose numbers a
+    frame holds. A missing estimate reads ``n/a``, a missing bound leaves the bare estimate (a count, a paper's
+    number), an infinite one (Q with no losses) reads ``∞``."""
+    if isinstance(value, Estimate):
+        if low is not None or high is not None:
+            raise TypeError("an Estimate carries its own interval")
+        low, high, value = value.low, value.high, value.value
 
     def number(x: object) -> float | None:
         f = number_or_nan(x)

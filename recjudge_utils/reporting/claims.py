@@ -1,74 +1,28 @@
 """What a 95 % interval allows a sentence to claim, decided in one place for every chapter.
 
-Takeaways compare estimates with a reference (Q against 1, a share against 0.5), with each other, or rank several of
-them. The rules: an estimate without an interval supports no claim, overlapping intervals rank nothing, and an
-interval holding the reference shows no difference from it (nor equality). Which words apply is decided here; the
-words themselves are data (:mod:`recjudge_utils.reporting.text`).
+Takeaways compare estimates (:class:`~recjudge_utils.metrics.estimate.Estimate`) with a reference (Q against 1, a
+share against 0.5), with each other, or rank several of them. The rules: an estimate without an interval supports no
+claim, overlapping intervals rank nothing, and an interval holding the reference shows no difference from it (nor
+equality). Which words apply is decided here; the words themselves are data (:mod:`recjudge_utils.reporting.text`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from recjudge_utils.metrics.numbers import number_or_nan
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.reporting.cells import estimate_cell
 
-__all__ = ["Estimate", "Leader", "Side", "and_join", "apart", "estimates", "leader", "plural", "side", "sides"]
+__all__ = ["Leader", "Side", "and_join", "apart", "leader", "plural", "side", "sides", "with_name"]
 
 Side = Literal["above", "below", "contains", "none"]
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """One estimate with its interval (NaN bounds: none) and the name a sentence gives it."""
-
-    value: float
-    low: float = math.nan
-    high: float = math.nan
-    name: str = ""
-
-    @classmethod
-    def of(cls, value: object, low: object = None, high: object = None, name: object = "") -> Estimate:
-        """From any numbers a frame holds (None, NaN, strings such as ``"inf"`` included)."""
-        return cls(number_or_nan(value), number_or_nan(low), number_or_nan(high), str(name))
-
-    @classmethod
-    def of_row(cls, row: Any, column: str = "value", low: str | None = None, high: str | None = None, name: object = ""
-               ) -> Estimate:  # fmt: skip
-        """The estimate in ``column`` of a frame's row or record, its interval in ``low`` / ``high``: by default
-        ``low`` / ``high`` beside ``value``, else ``<column>_lo`` / ``<column>_hi``. A missing column raises KeyError
-        (an interval the row should hold is never silently dropped)."""
-        if (low is None) != (high is None):
-            raise ValueError("name both interval columns or neither")
-        if low is None or high is None:
-            low, high = ("low", "high") if column == "value" else (f"{column}_lo", f"{column}_hi")
-        return cls.of(row[column], row[low], row[high], name)
-
-    @property
-    def known(self) -> bool:
-        return not math.isnan(self.value)
-
-    @property
-    def has_ci(self) -> bool:
-        return not (math.isnan(self.low) or math.isnan(self.high))
-
-    def cell(self, digits: int = 3, scale: float = 1.0) -> str:
-        """``0.61 [0.55, 0.67]`` (:func:`~recjudge_utils.reporting.cells.estimate_cell`)."""
-        return estimate_cell(self.value, self.low, self.high, digits=digits, scale=scale)
-
-    def named(self, digits: int = 3, scale: float = 1.0) -> str:
-        """``name 0.61 [0.55, 0.67]``."""
-        return f"{self.name} {self.cell(digits, scale)}".strip()
-
-
-def estimates(
-    rows: Iterable[Mapping[str, Any]], value: str, low: str, high: str, name: str | None = None
-) -> list[Estimate]:
-    """One :class:`Estimate` per row of records (``frame.to_dict("records")``), from the named columns."""
-    return [Estimate.of(r.get(value), r.get(low), r.get(high), r.get(name, "") if name else "") for r in rows]
+def with_name(estimate: Estimate, digits: int = 3, scale: float = 1.0) -> str:
+    """``name 0.61 [0.55, 0.67]``: the estimate as a sentence lists it (:func:`~.cells.estimate_cell`)."""
+    return f"{estimate.name} {estimate_cell(estimate, digits=digits, scale=scale)}".strip()
 
 
 def side(estimate: Estimate, reference: float, tolerance: float = 0.0) -> Side:

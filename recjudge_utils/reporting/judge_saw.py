@@ -5,7 +5,7 @@ which chapter 4 puts in its context note).
 The fields follow the road the prompts take (:func:`recjudge_utils.data.folder.judge_item_texts`): a folder dataset's
 judge reads its card's ``items.describe`` within ``items.max_chars``; a dataset known by name shows each protocol's
 own fields (serendipity: title, year, genres as categories; Arena: title, year, genres; SAER: title, year, brand,
-categories), named here from the columns its items frame has. The words are ``text/common.yaml`` (``judge_saw``).
+categories), named here from the columns its items frame has.
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ from recjudge_utils.data.folder import card_describes
 from recjudge_utils.protocols.pointwise_score import template_stages
 from recjudge_utils.protocols.saer import load_template
 from recjudge_utils.reporting.callouts import Callout, admonition
-from recjudge_utils.reporting.text import chapter_text
 
 __all__ = ["JudgeUse", "arena_use", "item_fields", "judge_saw", "judge_saw_lines", "saer_use", "serendipity_use"]
 
-T = chapter_text("common")
 Protocol = Literal["serendipity", "arena", "saer"]
 
 
@@ -50,8 +48,9 @@ def item_fields(protocol: Protocol, items: pd.DataFrame, dataset: Dataset | None
     described = card_describes(dataset) if dataset is not None else None
     if described is not None:
         if not described.describe:
-            return T("judge_saw.no_fields")
-        return T("judge_saw.card_fields", fields=", ".join(described.describe), max_chars=described.max_chars)
+            return "id only (the card describes nothing)"
+        described_fields = ", ".join(described.describe)
+        return f"{described_fields} (the card's `items.describe`, at most {described.max_chars} characters)"
     year = ["year"] if "year" in items.columns else []
     if protocol == "serendipity":
         fields = ["title", *year, "genres (as categories)"]
@@ -85,16 +84,21 @@ def saer_use(
 
 def judge_saw_lines(uses: Sequence[JudgeUse], words: DomainWords) -> list[str]:
     """The domain words the prompts used, then one line per protocol: its prompt templates and item fields."""
-    source = T("judge_saw.source.neutral") if words == NEUTRAL_DOMAIN else T("judge_saw.source.card")
-    lines = [T("judge_saw.words", item=words.item, items=words.items, consumed=words.consumed,
-               platform=words.platform, source=source)]  # fmt: skip
+    if words == NEUTRAL_DOMAIN:
+        source = "neutral words, as the dataset's card gives none"
+    else:
+        source = "the dataset's domain words, from its card"
+    lines = [
+        f'Words: the prompts call an item "{words.item}" ("{words.items}"), consuming one "{words.consumed}" and the '
+        f'platform "{words.platform}" ({source}).'
+    ]
     for use in uses:
         prompts = ", ".join(f"`{p}`" for p in dict.fromkeys(use.prompts))
-        lines.append(T("judge_saw.use", protocol=use.protocol, prompts=prompts, fields=use.fields))
+        lines.append(f"{use.protocol}: {prompts}; each item shows its {use.fields}.")
     return lines
 
 
 def judge_saw(uses: Sequence[JudgeUse], words: DomainWords) -> Callout:
     """The note "What the judge saw": the words, and each protocol's prompt templates and item fields."""
     body = "\n".join(f"- {line}" for line in judge_saw_lines(uses, words))
-    return Callout(admonition("admonition", body, title=T("judge_saw.title"), classes=("note",)))
+    return Callout(admonition("admonition", body, title="What the judge saw", classes=("note",)))

@@ -1,6 +1,8 @@
 """What chapter 2 shows about a re-evaluation run: the split, tuning, Table 3's two halves beside the paper with their
-figures, accuracy against serendipity, the paper's observations checked and the takeaways. The words are
-``text/reevaluation.yaml``; every number comes from :mod:`recjudge_utils.experiments.reevaluation`."""
+figures, accuracy against serendipity, the paper's observations checked and the takeaways. Captions are the
+notebook's (each table function takes one, and Table 3's adds what its cells hold), headers, labels and fixed sentences
+are written here, and ``text/reevaluation.yaml`` holds the notes shown only for some runs and the sentences chosen by
+the run's intervals; every number comes from :mod:`recjudge_utils.experiments.reevaluation`."""
 
 from __future__ import annotations
 
@@ -15,16 +17,18 @@ from pandas.io.formats.style import Styler
 
 from recjudge_utils.data import Dataset, SerendipityPairs
 from recjudge_utils.experiments import reevaluation as ex
-from recjudge_utils.experiments.reevaluation import SERENDIPITY_METRICS, ReevaluationRun
+from recjudge_utils.experiments.reevaluation import ReevaluationRun
 from recjudge_utils.judge.backends.sim import SIM_PREFIX
 from recjudge_utils.judge.records import AnswerHealth
-from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE, Correlation
-from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS
+from recjudge_utils.metrics.correlation import SPEARMAN_Z_VARIANCE
+from recjudge_utils.metrics.estimate import Estimate
+from recjudge_utils.metrics.serendipity_at_k import METRIC_LABELS, METRICS, SERENDIPITY_METRICS, of_measure
 from recjudge_utils.paper_tables import paper_table
 from recjudge_utils.recommenders import DISPLAY_NAMES
 from recjudge_utils.reporting.answer_health import NO_PARSED, health_sentence, unanswerable_warning
 from recjudge_utils.reporting.callouts import Callout, small_model, stand_in_note
-from recjudge_utils.reporting.claims import Estimate, Leader, leader, plural
+from recjudge_utils.reporting.cells import estimate_cell
+from recjudge_utils.reporting.claims import Leader, leader, plural
 from recjudge_utils.reporting.figures import MARKERS, done, error_bars, palette
 from recjudge_utils.reporting.judge_saw import judge_saw, serendipity_use
 from recjudge_utils.reporting.tables import captioned
@@ -40,6 +44,10 @@ __all__ = [
 
 T = chapter_text("reevaluation")
 _PAPER_DATASET = {"ml-1m": "ML-1M", "goodreads": "Goodreads", "amazon-beauty": "Beauty"}
+_PAPER_JUDGE = "judge GPT-4o-mini with the CoT prompt, three-fold averages, 100 TPE trials per RS per fold"
+#: Table 2's headers: the statistics frame's columns in words, in the order shown
+_TABLE2_COLUMNS = {"source": "Source", "dataset": "Dataset", "users": "Users", "items": "Items",
+                   "interactions": "Positive interactions", "categories": "Categories"}  # fmt: skip
 #: Table 3's two halves, each narrow enough for the text column
 ACCURACY: tuple[str, ...] = ("p_acc", "n_acc")
 SERENDIPITY: tuple[str, ...] = ("p_ser", "n_ser", "avg")
@@ -65,18 +73,31 @@ def _name(rs: object) -> str:
     return DISPLAY_NAMES.get(str(rs), str(rs))
 
 
-def _estimate(row: pd.Series, m: str) -> Estimate:
-    return Estimate.of_row(row, m, name=_name(row["rs"]))
+def _estimate(row: pd.Series) -> Estimate:
+    """One RS's estimate from a row of the run's summary, named as the RS."""
+    return Estimate.of_row(row, name=_name(row["rs"]))
 
 
 def _users(summary: pd.DataFrame, m: str) -> int:
     """The fewest users any RS's value of ``m`` rests on (judged users for the serendipity metrics)."""
-    return int(summary["users_judged" if m in SERENDIPITY_METRICS else "users_acc"].min())
+    return int(of_measure(summary, m)["n"].min())
+
+
+def _values(summary: pd.DataFrame, m: str) -> pd.Series:
+    """Each RS's value of ``m``, in the summary's order."""
+    return of_measure(summary, m)["value"]
+
+
+#: the words for what the CIs allow of a leader (:func:`_lead`'s states but none): in the checks, in the takeaways
+_CHECK = {"alone": "checks.alone", "no_ci": "checks.no_ci", "clear": "checks.clear", "one": "checks.one",
+          "many": "checks.many"}  # fmt: skip
+_LEAD_TAKEAWAY = {"alone": "takeaways.lead_alone", "no_ci": "takeaways.lead_no_ci", "clear": "takeaways.lead_clear",
+                  "one": "takeaways.lead_one", "many": "takeaways.lead_many"}  # fmt: skip
 
 
 def _lead(summary: pd.DataFrame, m: str) -> tuple[Leader | None, str]:
     """The leader on ``m`` and what the CIs allow: none, alone, no_ci, clear, one (overlaps one) or many."""
-    lead = leader([_estimate(r, m) for _, r in summary.iterrows()])
+    lead = leader([_estimate(r) for _, r in of_measure(summary, m).iterrows()])
     if lead is None or lead.alone or lead.overlapping is None or lead.clear:
         state = "none" if lead is None else "alone" if lead.alone else "no_ci" if lead.overlapping is None else "clear"
         return lead, state
@@ -99,12 +120,12 @@ def examples_note(examples: SerendipityPairs) -> Callout | None:
     return stand_in_note(examples.display_label, T("notes.examples_paper"), T("notes.examples_detail"))
 
 
-def table2(ours: pd.DataFrame) -> Styler:
+def table2(ours: pd.DataFrame, caption: str) -> Styler:
     """Dataset statistics (ours, from ``dataset_statistics``) beside the paper's Table 2, one row per dataset."""
     paper_t2 = paper_table("serendipity_table2").assign(source="paper")
     frame = pd.concat([ours.assign(source="this run"), paper_t2], ignore_index=True)
-    heads: dict[str, str] = T.raw("columns.table2")
-    return captioned(frame.rename(columns=heads)[list(heads.values())], T("captions.table2"), spaced=True)
+    shown = frame.rename(columns=_TABLE2_COLUMNS)[list(_TABLE2_COLUMNS.values())]
+    return captioned(shown, caption, spaced=True)
 
 
 def split_text(run: ReevaluationRun) -> str:
@@ -114,7 +135,15 @@ def split_text(run: ReevaluationRun) -> str:
         n, users = len(f.judged_users), ", ".join(str(int(u)) for u in f.judged_users)
         who = f" (user{'s' if n > 1 else ''} {users})" if 0 < n <= 10 else ""
         days = [pd.to_datetime(ts, unit="s").date().isoformat() for ts in f.time_range]
-        paragraphs.append(T("split.fold", f=f, train_users=f.train["user"].nunique(), days=days, who=who))
+        r = f.report
+        paragraphs.append(
+            f"**Fold {f.fold}** trains on {len(f.train):,} positives of {f.train['user'].nunique():,} users from "
+            f"{days[0]} to {days[1]}, tunes on the next slice ({len(f.valid):,} positives) and tests on the one after "
+            f"it, {days[2]} to {days[3]}. Of its {r.rows:,} test positives, {r.rows_unseen_user:,} belong to "
+            f"{r.users_unseen:,} users with no training history and {r.rows_unseen_item_only:,} more to items never "
+            f"seen in training; both are dropped, which leaves {len(f.test):,} test positives of "
+            f"{len(f.eval_users):,} evaluation users, {len(f.judged_users):,} of them judged{who}."
+        )
     return "\n\n".join(paragraphs)
 
 
@@ -148,8 +177,9 @@ def judgment_text(run: ReevaluationRun) -> str:
     return T("judgments.counts", slots=n_slots, pairs=n_pairs, bad=bad, given=given)
 
 
-def unparsed_judgments(run: ReevaluationRun, n: int = 10) -> Styler | None:
-    """The first ``n`` judgments that were not parsed, with the judge's raw answer (None when every answer parsed)."""
+def unparsed_judgments(run: ReevaluationRun, caption: str, n: int = 10) -> Styler | None:
+    """The first ``n`` judgments that were not parsed, with the judge's raw answer, under ``caption`` and how many
+    are shown of how many (None when every answer parsed)."""
     all_bad = run.judgments[run.judgments["status"] != "parsed"] if len(run.judgments) else run.judgments
     if all_bad.empty:
         return None
@@ -157,13 +187,16 @@ def unparsed_judgments(run: ReevaluationRun, n: int = 10) -> Styler | None:
     frame = pd.DataFrame({"Fold": bad["fold"], "User": bad["user"], "Item": bad["item"],
                           "Why it did not parse": bad.get("reason", empty).fillna("").str.slice(0, 120),
                           "The judge's answer": bad.get("raw_text", empty).fillna("").str.slice(0, 200)})  # fmt: skip
-    return captioned(frame, T("captions.unparsed", shown=len(frame), total=len(all_bad)), spaced=True, escape=True)
+    counted = f"{caption} (the first {len(frame)} of {len(all_bad)})"
+    return captioned(frame, counted, spaced=True, escape=True)
 
 
 def health_notes(run: ReevaluationRun) -> list[Callout]:
     """The warning when no answer was usable (the accuracy half stands, the serendipity half cannot be computed)."""
     health = AnswerHealth.of_frames(run.judgments)
-    return [unanswerable_warning(T("notes.health_question"), health)] if health.n and health.nothing_usable else []
+    if not (health.n and health.nothing_usable):
+        return []
+    return [unanswerable_warning("how serendipitous the recommenders are (the accuracy half needs no judge)", health)]
 
 
 # ----------------------------------------------------------------------------------------------- Table 3
@@ -177,55 +210,64 @@ def table3_frame(
 ) -> pd.DataFrame:
     """Table 3's ``metrics``, this run (estimate [95 % CI]) beside the paper (``-``: no such RS), one row per RS."""
     paper = paper_table3(paper_dataset).set_index("rs")
-    columns: dict[tuple[str, str], list[str]] = {("Recommender", ""): [_name(r) for r in summary["rs"]]}
+    systems = summary["rs"].unique()
+    columns: dict[tuple[str, str], list[str]] = {("Recommender", ""): [_name(r) for r in systems]}
     for m in metrics:
         head = _label(m, top_k, unit=True)
         columns[(head, "this run")] = [
             NO_PARSED
-            if m in SERENDIPITY_METRICS and pd.isna(r[m]) and r["users_judged"]
-            else _estimate(r, m).cell(digits=2)
-            for _, r in summary.iterrows()
+            if m in SERENDIPITY_METRICS and pd.isna(r["value"]) and r["n"]
+            else estimate_cell(_estimate(r), digits=2)
+            for _, r in of_measure(summary, m).iterrows()
         ]
         columns[(head, f"paper ({paper_dataset})")] = [
-            _paper_cell(paper.loc[_name(r), m], m) if _name(r) in paper.index else "-" for r in summary["rs"]
+            _paper_cell(paper.loc[_name(r), m], m) if _name(r) in paper.index else "-" for r in systems
         ]  # fmt: skip
     if any(m in SERENDIPITY_METRICS for m in metrics):
-        columns[("Unparsed answers", "")] = [f"{int(n):,}" for n in summary["unparsed"]]
+        columns[("Unparsed answers", "")] = [f"{int(n):,}" for n in _values(summary, "unparsed")]
     return pd.DataFrame(columns)
 
 
 def users_sentence(run: ReevaluationRun) -> str:
     """How many user-lists per recommender Table 3's accuracy and serendipity columns rest on."""
-    return T("users", acc=int(run.summary["users_acc"].min()), judged=int(run.summary["users_judged"].min()))
+    acc, judged = _users(run.summary, "p_acc"), _users(run.summary, "p_ser")
+    return (
+        f"In this run the accuracy columns rest on {acc:,} user-lists per recommender, the serendipity columns and "
+        f"Avg.Score on {judged:,} judged user-lists per recommender."
+    )
 
 
-def table3(run: ReevaluationRun, dataset: str, metrics: Sequence[str]) -> Styler:
-    """One half of Table 3 (``ACCURACY`` or ``SERENDIPITY``) beside the paper's rows for the nearest dataset."""
+def table3(run: ReevaluationRun, dataset: str, metrics: Sequence[str], caption: str) -> Styler:
+    """One half of Table 3 (``ACCURACY`` or ``SERENDIPITY``) beside the paper's rows for the nearest dataset: its
+    ``caption``, then this run's setup, the paper's and what a cell holds."""
     k, cfg, s = run.config.top_k, run.config, run.summary
     serendipity = any(m in SERENDIPITY_METRICS for m in metrics)
-    users = int(s["users_judged" if serendipity else "users_acc"].min()) if len(s) else 0
+    users = _users(s, "p_ser" if serendipity else "p_acc") if len(s) else 0
     setup = f"{run.data_label}, {plural(cfg.folds, 'fold')}, {plural(cfg.n_trials, 'TPE trial')}, "
     setup += plural(users, "judged user-list" if serendipity else "evaluation user-list")
-    head = T("captions.table3b_head", k=k, judge=run.judge_name) if serendipity else T("captions.table3a_head", k=k)
-    no_ci = any(s[f"{m}_lo"].isna().any() and s[m].notna().any() for m in metrics)
-    caption = T("captions.table3", head=head, setup=setup, nearest=_paper_dataset(dataset),
-                paper_judge=T("paper_judge"), no_ci=T("captions.no_ci") if no_ci else "")  # fmt: skip
-    return captioned(table3_frame(s, metrics, _paper_dataset(dataset), k), caption, spaced=True)
+    no_ci = any((rows := of_measure(s, m))["low"].isna().any() and rows["value"].notna().any() for m in metrics)
+    without = "; a number without brackets has no CI (a bootstrap over one user has no width)" if no_ci else ""
+    described = (
+        f"{caption}: this run ({setup}) beside the paper's {_paper_dataset(dataset)} rows ({_PAPER_JUDGE}). This run: "
+        f"mean over folds [95 % bootstrap CI over users]{without}; - : the paper has no such recommender."
+    )
+    return captioned(table3_frame(s, metrics, _paper_dataset(dataset), k), described, spaced=True)
 
 
 def table3_figure(run: ReevaluationRun, dataset: str, metrics: Sequence[str]) -> Figure:
     """A forest plot per metric: each RS with its 95 % CI, and the paper's value (hollow diamonds, no interval)."""
     k, nearest = run.config.top_k, _paper_dataset(dataset)
     paper = paper_table3(nearest).set_index("rs")
-    names = [_name(r) for r in run.summary["rs"]]
+    names = [_name(r) for r in run.summary["rs"].unique()]
     y = np.arange(len(names), dtype=float)
     ours, theirs = palette(2)
-    ours_label, paper_label = T("captions.figure_ours"), T("captions.figure_paper", nearest=nearest)
+    ours_label, paper_label = "this run (95 % CI)", f"paper, {nearest}"
     size = (1.6 + 2.7 * len(metrics), 1.2 + 0.32 * len(names))
     fig, axes = plt.subplots(1, len(metrics), figsize=size, sharey=True, squeeze=False)
     for ax, m in zip(axes[0], metrics, strict=True):
-        s, value = run.summary, run.summary[m].astype(float)
-        ax.errorbar(value, y - 0.12, xerr=error_bars(value, s[f"{m}_lo"], s[f"{m}_hi"]), fmt=MARKERS[0], color=ours,
+        s = of_measure(run.summary, m)
+        value = s["value"].astype(float)
+        ax.errorbar(value, y - 0.12, xerr=error_bars(value, s["low"], s["high"]), fmt=MARKERS[0], color=ours,
                     capsize=3, label=ours_label)  # fmt: skip
         reference = [float(paper.loc[n, m]) if n in paper.index else np.nan for n in names]
         ax.plot(reference, y + 0.12, linestyle="none", marker=MARKERS[2], markerfacecolor="none",
@@ -243,14 +285,15 @@ def table3_figure(run: ReevaluationRun, dataset: str, metrics: Sequence[str]) ->
 def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
     """Precision and NDCG, accuracy against serendipity, one point per RS (colour and marker) with its CIs."""
     top_k = run.config.top_k
-    plot = run.summary.assign(RS=[_name(r) for r in run.summary["rs"]])
+    plot = pd.DataFrame({m: _values(run.summary, m) for m in METRICS})
+    plot["RS"] = [_name(r) for r in run.summary["rs"].unique()]
     n = len(plot)
     markers = [MARKERS[i % len(MARKERS)] for i in range(n)]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, (x, y) in zip(axes, [("p_acc", "p_ser"), ("n_acc", "n_ser")], strict=True):
-        ax.errorbar(plot[x], plot[y], xerr=error_bars(plot[x], plot[f"{x}_lo"], plot[f"{x}_hi"]),
-                    yerr=error_bars(plot[y], plot[f"{y}_lo"], plot[f"{y}_hi"]), fmt="none", ecolor="grey",
-                    alpha=0.4)  # fmt: skip
+        xs, ys = of_measure(run.summary, x), of_measure(run.summary, y)
+        ax.errorbar(plot[x], plot[y], xerr=error_bars(plot[x], xs["low"], xs["high"]),
+                    yerr=error_bars(plot[y], ys["low"], ys["high"]), fmt="none", ecolor="grey", alpha=0.4)  # fmt: skip
         sns.scatterplot(data=plot, x=x, y=y, hue="RS", style="RS", markers=markers, palette=palette(n), s=80, ax=ax,
                         legend=(ax is axes[1]))  # fmt: skip
         for _, r in plot.iterrows():
@@ -258,8 +301,7 @@ def accuracy_serendipity_figure(run: ReevaluationRun) -> Figure:
         ax.set(xlabel=_label(x, top_k, unit=True), ylabel=_label(y, top_k, unit=True))
     if axes[1].get_legend():
         sns.move_legend(axes[1], "upper left", bbox_to_anchor=(1, 1), title=None, fontsize=8)
-    fig.suptitle(T("captions.figure_title", data=run.data_label, judge=run.judge_name, template=run.config.template),
-                 fontsize=9)  # fmt: skip
+    fig.suptitle(f"{run.data_label}; judge {run.judge_name} ({run.config.template})", fontsize=9)
     return done(fig)
 
 
@@ -268,10 +310,10 @@ def _best(summary: pd.DataFrame, m: str) -> tuple[str, bool, str]:
     """Best RS on m, whether its CI lies above the CI of every other RS, and that verdict in words."""
     lead, state = _lead(summary, m)
     if lead is None:
-        why = NO_PARSED if m in SERENDIPITY_METRICS and summary["users_judged"].any() else T("checks.no_value")
+        why = NO_PARSED if m in SERENDIPITY_METRICS and of_measure(summary, m)["n"].any() else T("checks.no_value")
         return "none", False, T("checks.best_none", why=why)
     names = ", ".join(e.name for e in lead.overlapping or ())
-    return lead.top.name, state == "clear", T(f"checks.{state}", users=_users(summary, m), names=names)
+    return lead.top.name, state == "clear", T(_CHECK[state], users=_users(summary, m), names=names)
 
 
 def _winners_line(clear: dict[str, str]) -> str:
@@ -287,7 +329,7 @@ def _winners_line(clear: dict[str, str]) -> str:
 
 def _avg_range_line(summary: pd.DataFrame) -> str:
     """How many RSs' Avg.Score lies inside the paper's range: the point estimates (descriptive) and their CIs."""
-    b, avg = ex.avg_band(summary), summary["avg"].dropna()
+    b, avg = ex.avg_band(summary), _values(summary, "avg").dropna()
     line = T("checks.avg_range", low=f"{avg.min():.2f}", high=f"{avg.max():.2f}", inside=b["points_inside"], n=b["n"],
              paper_low=ex.PAPER_AVG_RANGE[0], paper_high=ex.PAPER_AVG_RANGE[1])  # fmt: skip
     if not b["with_ci"]:
@@ -297,30 +339,30 @@ def _avg_range_line(summary: pd.DataFrame) -> str:
                     without=without)  # fmt: skip
 
 
-def _spearman_line(rho: Correlation) -> str:
+def _spearman_line(rho: Estimate) -> str:
     """The rank correlation of Precision_acc and Precision_ser across RSs, with its interval when it has one."""
     head = T("checks.spearman_head", n=rho.n)
     if not np.isfinite(rho.value):
         return T("checks.spearman_undefined", head=head)
     if np.isnan(rho.low):
-        why = "n < 4" if rho.n < 4 else "|rho| = 1"
+        why = "n < 4" if (rho.n or 0) < 4 else "|rho| = 1"
         return T("checks.spearman_no_ci", head=head, rho=f"{rho.value:.2f}", n=rho.n, why=why)
     return T("checks.spearman", head=head, rho=f"{rho.value:.2f}", low=f"{rho.low:.2f}", high=f"{rho.high:.2f}",
              variance=f"{SPEARMAN_Z_VARIANCE:g}", n=rho.n)  # fmt: skip
 
 
 def observations(
-    summary: pd.DataFrame, judgments: pd.DataFrame | None = None, rho: Correlation | None = None
+    summary: pd.DataFrame, judgments: pd.DataFrame | None = None, rho: Estimate | None = None
 ) -> list[str]:
     """The paper's observations checked on these numbers by their CIs (``rho``: the run's P_acc-P_ser Spearman)."""
     best = {m: _best(summary, m) for m in METRICS}
     lines = [T("checks.best", metric=METRIC_LABELS[m], best=w, verdict=v) for m, (w, _, v) in best.items()]
     lines.append(_winners_line({m: w for m, (w, clear, _) in best.items() if clear}))
-    lines += [_avg_range_line(summary)] if summary["avg"].notna().any() else []
+    lines += [_avg_range_line(summary)] if _values(summary, "avg").notna().any() else []
     if (floor := ex.random_floor(summary)) is not None:
         lines.append(T("checks.random_above", names=", ".join(map(_name, floor.above)) or "none") if floor.has_ci
                      else T("checks.random_no_ci", users=floor.users))  # fmt: skip
-    lines += [_spearman_line(rho)] if rho is not None and summary["p_ser"].notna().sum() >= 3 else []
+    lines += [_spearman_line(rho)] if rho is not None and _values(summary, "p_ser").notna().sum() >= 3 else []
     if judgments is not None and len(judgments) and (c := ex.score_counts(judgments)).n:
         lines.append(T("checks.scores", n=c.n, top_share=f"{c.top_share:.0f}", top=f"{c.top:g}",
                        high_share=f"{c.high_share:.0f}", unparsed=c.total - c.n, total=c.total))  # fmt: skip
@@ -371,10 +413,10 @@ def _lead_takeaway(summary: pd.DataFrame, m: str, top_k: int) -> str | None:
     lead, state = _lead(summary, m)
     if lead is None:
         return None
-    head = T("takeaways.lead_head", name=lead.top.name, metric=_label(m, top_k), cell=lead.top.cell(digits=2),
+    head = T("takeaways.lead_head", name=lead.top.name, metric=_label(m, top_k), cell=estimate_cell(lead.top, digits=2),
              unit="" if m == "avg" else " %")  # fmt: skip
     n, names = _users(summary, m), [e.name for e in lead.overlapping or ()]
-    return T(f"takeaways.lead_{state}", head=head, users=n, judged="judged " if m in SERENDIPITY_METRICS else "",
+    return T(_LEAD_TAKEAWAY[state], head=head, users=n, judged="judged " if m in SERENDIPITY_METRICS else "",
              s="s" if n != 1 else "", names=", ".join(names))  # fmt: skip
 
 
@@ -394,11 +436,17 @@ def _avg_takeaway(summary: pd.DataFrame, top_k: int) -> str | None:
     """Avg.Score against the paper's 2.1-2.4, by CIs where they exist."""
     if not (b := ex.avg_band(summary))["n"]:
         return None
-    avg, (low, high) = summary["avg"].dropna(), ex.PAPER_AVG_RANGE
+    avg, (low, high) = _values(summary, "avg").dropna(), ex.PAPER_AVG_RANGE
     head = T("takeaways.avg_head", metric=_label("avg", top_k), low=f"{avg.min():.2f}", high=f"{avg.max():.2f}",
              paper_low=low, paper_high=high)  # fmt: skip
-    key = "avg_no_ci" if not b["with_ci"] else "avg_outside" if b["outside"] else "avg_inside"
-    return T(f"takeaways.{key}", head=head, outside=b["outside"], n=b["with_ci"])
+    key = (
+        "takeaways.avg_no_ci"
+        if not b["with_ci"]
+        else "takeaways.avg_outside"
+        if b["outside"]
+        else "takeaways.avg_inside"
+    )
+    return T(key, head=head, outside=b["outside"], n=b["with_ci"])
 
 
 def _judge_takeaway(judge_name: str) -> str | None:

@@ -1,5 +1,5 @@
 """Tables for people (headers in words, an estimate and its interval in one cell, no index): one way to caption a
-frame (:func:`captioned`), one way to lay out rows under a chapter's headers and caption (:func:`text_table`), one way
+frame (:func:`captioned`), one way to lay out rows under the caller's headers and caption (:func:`rows_table`), one way
 to say a table is empty, the judge's usage table. Machines read the run's frames and ``results.json``.
 """
 
@@ -13,9 +13,8 @@ from pandas.io.formats.style import Styler
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.reporting.callouts import Callout
 from recjudge_utils.reporting.cells import usage_cells
-from recjudge_utils.reporting.text import ChapterText
 
-__all__ = ["captioned", "shown", "text_table", "usage_footer", "usage_table_for_people"]
+__all__ = ["captioned", "rows_table", "shown", "usage_footer", "usage_table_for_people"]
 
 _SPACED = [
     {"selector": "th", "props": "padding: 0.2em 0.8em;"},
@@ -43,22 +42,9 @@ def captioned(
     return styler.set_table_styles(_SPACED, overwrite=False) if spaced else styler
 
 
-def text_table(
-    text: ChapterText,
-    caption: str,
-    columns: str | Sequence[str],
-    rows: Iterable[Sequence[object]],
-    *,
-    precision: int = 1,
-    **values: object,
-) -> Styler:
-    """``rows`` under a chapter's headers, captioned (:func:`captioned`): ``caption`` and ``columns`` are keys of the
-    chapter's text (``columns`` may be the headers themselves); the caption, and headers kept as a mapping of
-    templates, are rendered with ``values``."""
-    heads = text.raw(columns) if isinstance(columns, str) else list(columns)
-    if isinstance(heads, dict):
-        heads = [text(f"{columns}.{h}", **values) for h in heads]
-    return captioned(pd.DataFrame(list(rows), columns=heads), text(caption, **values), precision=precision)
+def rows_table(caption: str, columns: Sequence[str], rows: Iterable[Sequence[object]], *, precision: int = 1) -> Styler:
+    """``rows`` under ``columns``, captioned (:func:`captioned`): the caller writes the caption and the headers."""
+    return captioned(pd.DataFrame(list(rows), columns=list(columns)), caption, precision=precision)
 
 
 def shown(frame: pd.DataFrame, caption: str, empty: str = "no run has results for this table yet") -> Styler | Callout:

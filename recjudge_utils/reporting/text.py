@@ -1,4 +1,6 @@
-"""Each chapter's words as data: captions, labels and the sentences its claims choose between.
+"""Each chapter's words chosen by its run: the sentences its CIs and run state choose between, the notes shown only for
+some runs, and the paper's data that is text. Captions are the notebooks'; headers, labels and fixed sentences are
+written in the chapter's reporting module.
 
 ``reporting/text/<chapter>.yaml`` maps keys (nested mappings allowed, addressed with dots) to Jinja2 templates whose
 placeholders are ``{{ name }}``. Numbers arrive formatted, counts may use the ``n`` filter (``{{ users|n }}``:

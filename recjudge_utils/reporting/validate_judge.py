@@ -2,7 +2,8 @@
 
 Every sentence is chosen by the intervals (:mod:`recjudge_utils.reporting.claims`): the judge is said to be below the
 people only when its kappa's interval lies under every pair of people's, its labels to have added nothing when no
-prediction-powered interval is narrower than the human-only one. The words are ``text/validate_judge.yaml``.
+prediction-powered interval is narrower than the human-only one. The sentences the intervals and the run's state
+choose between are ``text/validate_judge.yaml``; headers and fixed sentences are written here, captions by the notebook.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from recjudge_utils.annotation.ranking import ESTIMATE_KINDS
 from recjudge_utils.annotation.ratings import RatingsComparison
 from recjudge_utils.annotation.sample import sample_path
 from recjudge_utils.experiments.validate_judge import JudgeValidation
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.system_tests import DECISIONS
 from recjudge_utils.paths import shown_path
 from recjudge_utils.reporting.callouts import Callout, MySTText, admonition, judge_caveat, myst, small_model
 from recjudge_utils.reporting.cells import estimate_cell
-from recjudge_utils.reporting.claims import Estimate, and_join, apart, side
+from recjudge_utils.reporting.claims import and_join, apart, side, with_name
 from recjudge_utils.reporting.figures import MARKERS, TRUTH_STYLE, done, empty_figure, error_bars, palette
 from recjudge_utils.reporting.tables import captioned
 from recjudge_utils.reporting.text import chapter_text
@@ -53,17 +55,48 @@ __all__ = [
 ]
 
 T = chapter_text("validate_judge")
-COLUMNS: dict[str, str] = T.raw("columns")
+#: the frames' columns as the tables head them (a column not named here keeps its name)
+_COLUMNS = {
+    "scope": "systems",
+    "statistic": "statistic",
+    "between": "between",
+    "estimate": "estimate [95 % CI]",
+    "n": "tasks",
+    "system": "system",
+    "population": "judged units",
+    "sampled": "tasks drawn",
+    "inclusion_probability": "inclusion probability",
+    "unparsed": "judged, unparsed",
+    "n_labelled": "labelled",
+    "n_judged": "judged",
+    "human": "human-only [95 % CI]",
+    "judge": "judge-only (no CI)",
+    "ppi": "prediction-powered [95 % CI]",
+    "width_ratio": "PPI / human CI width",
+    "lam": "judge weight (lam)",
+    "effective_labels": "worth (human labels)",
+    "truth": "SIMULATED people, all units",
+    "answer": "judge's answer",
+}
+#: the kind of items a sample holds, in the sample's sentence; each estimate's name in tables and figures
+_KIND_WORDS = {
+    "scores": "(user, item) pairs, each scored 1-5 for serendipity",
+    "lists": "lists, each labelled Good, Partial or Poor Match",
+    "duels": "duels of two systems' lists, both presentation orders adjudicated into A, B or a tie",
+}
+_ESTIMATE_NAMES = {"human": "human-only", "judge": "judge-only", "ppi": "prediction-powered"}
+#: where rho's interval lies against 0 -> the sentence that says so (text keys; no interval: no sentence)
+_RATINGS_SIDES = {"above": "ratings.rises", "below": "ratings.falls", "contains": "ratings.flat", "none": None}
 _KAPPA = "quadratic-weighted kappa"
 
 
 def _rename(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.rename(columns={c: COLUMNS.get(c, c) for c in frame.columns})
+    return frame.rename(columns={c: _COLUMNS.get(c, c) for c in frame.columns})
 
 
 def _whose(v: JudgeValidation, caption: str) -> str:
     """A caption naming whose labels its numbers rest on when they are SIMULATED annotators'."""
-    return f"{caption} · {T('simulated_caption')}" if v.simulated else caption
+    return f"{caption} · labels of SIMULATED annotators, not people's" if v.simulated else caption
 
 
 def opening(v: JudgeValidation) -> list[Callout | MySTText]:
@@ -96,48 +129,43 @@ def opening(v: JudgeValidation) -> list[Callout | MySTText]:
 def sample_text(v: JudgeValidation) -> MySTText:
     """What was drawn, from which judgments, and where the files for people are."""
     s = v.sample
+    path = shown_path(sample_path(v.run_dir, s.notebook, s.kind))
+    files = ", ".join(f"`{shown_path(p)}`" for p in v.task_files)
     return myst(
-        T(
-            "sample",
-            tasks=len(s.tasks),
-            notebook=s.notebook,
-            kind_words=T(f"kind_words.{s.kind}"),
-            judge=v.judge_name,
-            template=s.template,
-            per_system=s.per_system,
-            seed=s.seed,
-            path=shown_path(sample_path(v.run_dir, s.notebook, s.kind)),
-            files=", ".join(f"`{shown_path(p)}`" for p in v.task_files),
-        )
+        f"The sample: {len(s.tasks):,} tasks drawn from {s.notebook}'s {_KIND_WORDS[s.kind]} judged by "
+        f"**{v.judge_name}** (template `{s.template}`), at most {s.per_system} per system (seed {s.seed}), each "
+        f"system's draw a simple random sample of its judged units, recorded in the run as `{path}`. The files for "
+        f"people (without the judge's answers): {files}."
     )
 
 
-def sample_table(v: JudgeValidation) -> Styler:
+def sample_table(v: JudgeValidation, caption: str) -> Styler:
     """Per system: judged units, tasks drawn, inclusion probability, unparsed judgments (in no population)."""
     rows = [
-        {"system": name, **{k: stratum[k] for k in COLUMNS if k in stratum}}
+        {"system": name, **{k: stratum[k] for k in _COLUMNS if k in stratum}}
         for name, stratum in v.sample.strata.items()
     ]
     frame = pd.DataFrame(rows, columns=["system", "population", "sampled", "inclusion_probability", "unparsed"])
     frame[["population", "sampled", "unparsed"]] = frame[["population", "sampled", "unparsed"]].astype(int)
-    return captioned(_rename(frame), T("captions.sample"), precision=3)
+    return captioned(_rename(frame), caption, precision=3)
 
 
 def _agreement_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.assign(estimate=[Estimate.of_row(r).cell(2) for _, r in frame.iterrows()])
+    out = frame.assign(estimate=[estimate_cell(Estimate.of_row(r), digits=2) for _, r in frame.iterrows()])
     return _rename(out[["scope", "statistic", "between", "estimate", "n"]])
 
 
-def agreement_table(v: JudgeValidation) -> Styler:
-    """The people among themselves, then the judge against their consensus, over all systems."""
+def agreement_table(v: JudgeValidation, caption: str) -> Styler:
+    """The people among themselves, then the judge against their consensus, over all systems (the caption says
+    whose labels when they are SIMULATED annotators')."""
     both = pd.concat([v.human, v.judge[v.judge["scope"] == ALL_SYSTEMS]], ignore_index=True)
-    return captioned(_agreement_rows(both), _whose(v, T("captions.agreement")), precision=0)
+    return captioned(_agreement_rows(both), _whose(v, caption), precision=0)
 
 
-def per_system_table(v: JudgeValidation) -> Styler:
+def per_system_table(v: JudgeValidation, caption: str) -> Styler:
     """The judge against the consensus, one row per system and statistic."""
     part = v.judge[v.judge["scope"] != ALL_SYSTEMS].sort_values(["scope", "statistic"], kind="stable")
-    return captioned(_agreement_rows(part), _whose(v, T("captions.per_system")), precision=0)
+    return captioned(_agreement_rows(part), _whose(v, caption), precision=0)
 
 
 def _kappas(v: JudgeValidation) -> tuple[Estimate | None, list[Estimate], list[Estimate]]:
@@ -184,8 +212,8 @@ def agreement_sentences(v: JudgeValidation) -> MySTText:
         return myst(T("agreement.no_people"))
     if judge is None or not judge.known:
         return myst(T("agreement.no_judge"))
-    people_cells = ", ".join(e.cell(2) for e in people)
-    values = {"judge": judge.cell(2), "people": people_cells, "n": int(v.judge["n"].iloc[0])}
+    people_cells = ", ".join(estimate_cell(e, digits=2) for e in people)
+    values = {"judge": estimate_cell(judge, digits=2), "people": people_cells, "n": int(v.judge["n"].iloc[0])}
     if side(judge, 0.0) == "contains" and any(side(p, 0.0) == "above" for p in people):
         sentences = [T("agreement.chance", **values)]
     elif all(p.has_ci for p in people) and judge.has_ci and all(judge.high < p.low for p in people):
@@ -196,16 +224,16 @@ def agreement_sentences(v: JudgeValidation) -> MySTText:
         sentences = [T("agreement.overlap", **values)]
     known = [e for e in per_system if e.known]
     if len(known) >= 2 and min(e.value for e in known) == max(e.value for e in known):
-        sentences.append(T("agreement.same", value=known[0].cell(2), systems=len(known)))
+        sentences.append(T("agreement.same", value=estimate_cell(known[0], digits=2), systems=len(known)))
     elif len(known) >= 2:
         lo, hi = min(known, key=lambda e: e.value), max(known, key=lambda e: e.value)
         split = any(apart(a, b) for a in known for b in known)
         sentences.append(
             T(
                 "agreement.uneven",
-                low=lo.cell(2),
+                low=estimate_cell(lo, digits=2),
                 low_system=lo.name,
-                high=hi.cell(2),
+                high=estimate_cell(hi, digits=2),
                 high_system=hi.name,
                 apart=T("agreement.uneven_apart" if split else "agreement.uneven_overlap"),
             )
@@ -230,7 +258,7 @@ def _narrower(ratio: pd.Series) -> int:
     return int((ratio < 1 - 1e-9).sum())
 
 
-def estimates_table(v: JudgeValidation) -> Styler:
+def estimates_table(v: JudgeValidation, caption: str) -> Styler:
     """Per system: judged and labelled units and the three estimates (and, SIMULATED, the people's all-unit mean)."""
     e = v.estimates
     frame = pd.DataFrame(
@@ -238,18 +266,19 @@ def estimates_table(v: JudgeValidation) -> Styler:
             "system": e["system"],
             "n_judged": e["n_judged"].astype(int),
             "n_labelled": e["n_labelled"].astype(int),
-            "human": [Estimate.of_row(r, "human", "human_low", "human_high").cell(2) for _, r in e.iterrows()],
+            "human": [
+                estimate_cell(Estimate.of_row(r, "human", "human_low", "human_high"), digits=2) for _, r in e.iterrows()
+            ],
             "judge": [estimate_cell(x, digits=2) for x in e["judge"]],
-            "ppi": [Estimate.of_row(r, "ppi", "ppi_low", "ppi_high").cell(2) for _, r in e.iterrows()],
+            "ppi": [estimate_cell(Estimate.of_row(r, "ppi", "ppi_low", "ppi_high"), digits=2) for _, r in e.iterrows()],
         }
     )
     if v.simulated:
         frame["truth"] = v.people_means["people"].round(2).to_numpy()
-    caption = _whose(v, T("captions.estimates", measure=kind_named(v.config.kind).measure))
-    return captioned(_rename(frame), caption, precision=2)
+    return captioned(_rename(frame), _whose(v, caption), precision=2)
 
 
-def worth_table(v: JudgeValidation) -> Styler:
+def worth_table(v: JudgeValidation, caption: str) -> Styler:
     """Per system: the prediction-powered interval's width over the human-only one's, the judge's weight, and the
     number of human labels the prediction-powered interval is worth."""
     e = v.estimates
@@ -262,7 +291,7 @@ def worth_table(v: JudgeValidation) -> Styler:
             "effective_labels": [estimate_cell(x, digits=0) for x in e["effective_labels"]],  # a count, or ∞
         }
     )
-    return captioned(_rename(frame), _whose(v, T("captions.worth")), precision=2)
+    return captioned(_rename(frame), _whose(v, caption), precision=2)
 
 
 def estimates_figure(v: JudgeValidation) -> Figure:
@@ -280,12 +309,12 @@ def estimates_figure(v: JudgeValidation) -> Figure:
         high = e.get(f"{kind}_high", e[kind])
         ax.errorbar(
             e[kind], y, xerr=error_bars(e[kind], low, high), fmt=MARKERS[k], color=colours[k], capsize=3,
-            label=T(f"estimate_names.{kind}"),
+            label=_ESTIMATE_NAMES[kind],
         )  # fmt: skip
     if v.simulated:
         truth = v.people_means["people"].to_numpy()
         for row, t in enumerate(truth):
-            ax.plot([t, t], [row - 0.4, row + 0.4], **TRUTH_STYLE, label=COLUMNS["truth"] if row == 0 else None)
+            ax.plot([t, t], [row - 0.4, row + 0.4], **TRUTH_STYLE, label=_COLUMNS["truth"] if row == 0 else None)
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlabel(f"{kind_named(v.config.kind).measure} (95 % CI)")
@@ -309,8 +338,11 @@ def estimates_sentences(v: JudgeValidation) -> MySTText:
         "judged": int(np.median(usable["n_judged"])),
         "worth": f"{float(np.nanmedian(usable['effective_labels'])):.0f}",
     }
-    key = "nothing" if narrower == 0 else "narrower" if narrower == len(usable) else "some"
-    sentences = [T(f"estimates.{key}", **values)]
+    if narrower == 0:
+        key = "estimates.nothing"
+    else:
+        key = "estimates.narrower" if narrower == len(usable) else "estimates.some"
+    sentences = [T(key, **values)]
     flat = e.loc[(e["n_labelled"] >= 2) & ~((e["human_high"] - e["human_low"]) > 0), "system"].tolist()
     if flat:
         sentences.append(T("estimates.zero_width", systems=and_join(flat), n=len(flat)))
@@ -333,10 +365,10 @@ def estimates_sentences(v: JudgeValidation) -> MySTText:
     return myst("\n\n".join(sentences))
 
 
-def ranks_table(v: JudgeValidation) -> Styler:
+def ranks_table(v: JudgeValidation, caption: str) -> Styler:
     """Each system's rank under the three estimates."""
-    frame = v.ranks.rename(columns={f"{k}_rank": T(f"estimate_names.{k}") for k in ESTIMATE_KINDS})
-    return captioned(_rename(frame), _whose(v, T("captions.ranks")), precision=1)
+    frame = v.ranks.rename(columns={f"{k}_rank": _ESTIMATE_NAMES[k] for k in ESTIMATE_KINDS})
+    return captioned(_rename(frame), _whose(v, caption), precision=1)
 
 
 def ranks_sentences(v: JudgeValidation) -> MySTText:
@@ -347,25 +379,25 @@ def ranks_sentences(v: JudgeValidation) -> MySTText:
     def shown(x: float) -> str:
         return "n/a" if not np.isfinite(x) else f"{x:.2f}"
 
-    sentences = [
-        T(
-            "ranks.tau",
-            human_ppi=shown(tau.get(("human", "ppi"), float("nan"))),
-            human_judge=shown(tau.get(("human", "judge"), float("nan"))),
-            systems=systems,
-            pairs=systems * (systems - 1) // 2,
-        )
-    ]
+    human_ppi = shown(tau.get(("human", "ppi"), float("nan")))
+    human_judge = shown(tau.get(("human", "judge"), float("nan")))
     separated = {k: int(c["decision"].isin(DECISIONS[:2]).sum()) for k, c in v.comparisons.items()}
     family = int(v.comparisons["ppi"]["family"].iloc[0]) if len(v.comparisons["ppi"]) else 0
-    sentences.append(
-        T("ranks.decisions", separated=separated["ppi"], separated_human=separated["human"], family=family)
-    )
+    sentences = [
+        f"Kendall's tau-b between the rankings: human-only vs prediction-powered {human_ppi}, human-only vs "
+        f"judge-only {human_judge} ({systems} systems). With {systems} systems a tau rests on "
+        f"{systems * (systems - 1) // 2} pairs: read the decisions below, which account for each estimate's "
+        "uncertainty, before any ranking.",
+        f"On the prediction-powered estimates {separated['ppi']} of {family} tests separate the systems after Holm's "
+        f"correction; on the human-only ones {separated['human']}.",
+    ]
     return myst("\n\n".join(sentences))
 
 
-def comparisons_tables(v: JudgeValidation) -> list[Styler]:
-    """Chapter 7's decisions on the prediction-powered and the human-only estimates."""
+def comparisons_tables(v: JudgeValidation, caption: str) -> list[Styler]:
+    """Chapter 7's decisions on the prediction-powered and the human-only estimates, one table each. ``caption``
+    names ``{what}`` (what was compared: every two systems, or for duels each pair's win rate against the null),
+    ``{estimate}`` and ``{family}`` (the tests' count), filled in here for each table."""
     out = []
     for name, frame in v.comparisons.items():
         if frame.empty:
@@ -382,17 +414,21 @@ def comparisons_tables(v: JudgeValidation) -> list[Styler]:
                 "decision": frame["decision"],
             }
         )
-        what = T("what.null", null=f"{v.null:g}") if v.null is not None else T("what.pairs")
-        caption = T(
-            "captions.comparisons", what=what, estimate=T(f"estimate_names.{name}"), family=int(frame["family"].iloc[0])
-        )
-        out.append(captioned(shown, caption, precision=3))
+        what = f"each pair's win rate against {v.null:g}" if v.null is not None else "every two systems compared"
+        named = caption.format(what=what, estimate=_ESTIMATE_NAMES[name], family=int(frame["family"].iloc[0]))
+        out.append(captioned(shown, named, precision=3))
     return out
 
 
 def curve_text(v: JudgeValidation) -> MySTText:
+    """How Figure 8.3 is drawn: the sample sizes and repetitions of this run's configuration."""
     sizes = ", ".join(f"{f:g}x" for f in v.config.curve.fractions)
-    return myst(T("curve", sizes=sizes, reps=v.config.curve.reps))
+    return myst(
+        f"Figure 8.3 redraws each system's labelled tasks (with replacement) at {sizes} of the sample's size, "
+        f"{v.config.curve.reps} times each, and averages both intervals' widths. Where the solid line "
+        "(prediction-powered) lies under the dashed one (human-only), the judge's labels are worth more people's; "
+        "where they meet, they are worth none."
+    )
 
 
 def curve_figure(v: JudgeValidation) -> Figure:
@@ -427,9 +463,9 @@ def takeaways_items(v: JudgeValidation) -> list[str]:
     if small_model(v.judge_name):
         items.append(T("takeaways.small", judge=v.judge_name))
     if people:
-        items.append(T("takeaways.agreement_people", cells="; ".join(e.named(2) for e in people)))
+        items.append(T("takeaways.agreement_people", cells="; ".join(with_name(e, 2) for e in people)))
     if judge is not None and judge.known:
-        items.append(T("takeaways.agreement_judge", cell=judge.cell(2), n=int(v.judge["n"].iloc[0])))
+        items.append(T("takeaways.agreement_judge", cell=estimate_cell(judge, digits=2), n=int(v.judge["n"].iloc[0])))
     usable, ratio = _narrowing(v)
     if not usable.empty:
         items.append(
@@ -443,8 +479,9 @@ def takeaways_items(v: JudgeValidation) -> list[str]:
     return items
 
 
-def ratings_table(v: JudgeValidation) -> Styler | MySTText:
-    """The judge against the users' held-out ratings, or why there is nothing to compare."""
+def ratings_table(v: JudgeValidation, caption: str) -> Styler | MySTText:
+    """The judge against the users' held-out ratings, or why there is nothing to compare. ``caption`` names
+    ``{run}`` and ``{notebook}`` (whose ratings) and ``{interval}`` (how the CIs were computed), filled in here."""
     r = v.ratings
     if r is None:
         return myst(T("ratings.not_scores", kind=v.config.kind))
@@ -457,12 +494,12 @@ def ratings_table(v: JudgeValidation) -> Styler | MySTText:
         {
             "statistic": t["statistic"],
             "answer": t["what"],
-            "estimate": [Estimate.of_row(row).cell(2) for _, row in t.iterrows()],
+            "estimate": [estimate_cell(Estimate.of_row(row), digits=2) for _, row in t.iterrows()],
             "n": t["n"].astype(int),
         }
     )
     interval = str(t["interval"].iloc[-1])
-    return captioned(_rename(frame), T("ratings.caption", run=r.run, notebook=r.notebook, interval=interval), 0)
+    return captioned(_rename(frame), caption.format(run=r.run, notebook=r.notebook, interval=interval), 0)
 
 
 def ratings_sentences(v: JudgeValidation) -> MySTText:
@@ -474,7 +511,7 @@ def ratings_sentences(v: JudgeValidation) -> MySTText:
     for _, row in r.table[r.table["statistic"].str.startswith("Spearman")].iterrows():
         rho = Estimate.of_row(row)
         what = str(row["what"]).split(" (")[0]
-        key = {"above": "rises", "below": "falls", "contains": "flat", "none": None}[side(rho, 0.0)]
+        key = _RATINGS_SIDES[side(rho, 0.0)]
         if key:  # an undefined rho: the result's notes say why
-            sentences.append(T(f"ratings.{key}", n=int(row["n"]), what=what, rho=rho.cell(2)))
+            sentences.append(T(key, n=int(row["n"]), what=what, rho=estimate_cell(rho, digits=2)))
     return myst("\n\n".join([*sentences, *r.notes, T("ratings.caveat")]))

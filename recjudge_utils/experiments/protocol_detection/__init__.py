@@ -41,7 +41,7 @@ from recjudge_utils.experiments.protocol_detection.config import (
 )
 from recjudge_utils.experiments.protocol_detection.coverage import ci_coverage
 from recjudge_utils.experiments.protocol_detection.judges import panel_of, sweep_judges
-from recjudge_utils.experiments.protocol_detection.noise import expected_mae, serendipity_noise
+from recjudge_utils.experiments.protocol_detection.noise import expected_mae, implied_in_ci, serendipity_noise
 from recjudge_utils.experiments.protocol_detection.panels import judge_panels
 from recjudge_utils.experiments.protocol_detection.reevaluation_noise import (
     ReevalDetection,
@@ -67,6 +67,7 @@ __all__ = [
     "arena_position_bias",
     "ci_coverage",
     "expected_mae",
+    "implied_in_ci",
     "judge_panels",
     "pairs_to_separate",
     "panel_of",

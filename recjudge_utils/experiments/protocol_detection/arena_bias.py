@@ -32,7 +32,7 @@ def _q(outcomes: Sequence[Any]) -> float:
 
 
 def arena_config(config: DetectionConfig, tested: str = "random", baseline: str = "pop") -> arena.ArenaConfig:
-    """Chapter 3's config for this chapter's panel: ``tested`` against ``baseline`` only, on the Accuracy aspect,
+    """Chapter 3's config for this chapter's sample: ``tested`` against ``baseline`` only, on the Accuracy aspect,
     ``config.arena_users`` users, no close pairs and no absolute judge; every other value is chapter 3's default."""
     return arena.ArenaConfig(
         recommenders=(tested, baseline),
@@ -49,20 +49,20 @@ def arena_position_bias(
     sim: SimFactory, dataset: Dataset, config: DetectionConfig, tested: str = "random", baseline: str = "pop"
 ) -> pd.DataFrame:
     """Win rate (ties half) and Q of ``tested`` against ``baseline`` per position bias: the truth, the paper's
-    single-order protocol (tested list shown first) and both orders adjudicated, on chapter 3's panel."""
+    single-order protocol (tested list shown first) and both orders adjudicated, on chapter 3's sample."""
     cfg = arena_config(config, tested, baseline)
     train, test = arena.split(dataset, cfg)
     fitted = arena.train_models(dataset, train, {name: (name, {}) for name in cfg.recommenders}, cfg)
     models = {name: fit.model for name, fit in fitted.items()}
-    panel = arena.build_panel(dataset, models, train, test, cfg)
-    comparisons = arena.plan_comparisons(panel.users, {}, cfg)
-    hits_x, hits_y = panel.evidence[tested], panel.evidence[baseline]
-    truth = ["win" if hits_x[u] > hits_y[u] else "lose" if hits_x[u] < hits_y[u] else "tie" for u in panel.users]
+    sample = arena.build_sample(dataset, models, train, test, cfg)
+    comparisons = arena.plan_comparisons(sample.users, {}, cfg)
+    hits_x, hits_y = sample.hits[tested], sample.hits[baseline]
+    truth = ["win" if hits_x[u] > hits_y[u] else "lose" if hits_x[u] < hits_y[u] else "tie" for u in sample.users]
     rows = [{"bias": b, "protocol": "truth", "win_rate": _win_rate(truth), "Q": _q(truth)} for b in config.biases]
     for b in config.biases:
         client = sim(position_bias=b, seed=config.seed)
         try:
-            raw, _ = arena.judge_comparisons(client, panel, comparisons, cfg)
+            raw, _ = arena.judge_comparisons(client, sample, comparisons, cfg)
         finally:
             client.close()
         single = raw.loc[raw["order"] == "x_first", OVERALL].tolist()
@@ -71,7 +71,7 @@ def arena_position_bias(
             rows.append({"bias": b, "protocol": protocol, "win_rate": _win_rate(outcomes), "Q": _q(outcomes)})
     out = against_truth(pd.DataFrame(rows))
     out.attrs.update(
-        tested=tested, baseline=baseline, users=len(panel.users), truth_ties=truth.count("tie") / len(truth)
+        tested=tested, baseline=baseline, users=len(sample.users), truth_ties=truth.count("tie") / len(truth)
     )
     return out
 

@@ -30,6 +30,7 @@ from recjudge_utils.experiments.protocol_detection.separation import Separation,
 from recjudge_utils.experiments.run import Result, Run, result
 from recjudge_utils.judge.backends.sim import SimParameters
 from recjudge_utils.judge.types import Judge
+from recjudge_utils.metrics import judge_scores as js
 
 
 @dataclass(frozen=True)
@@ -63,21 +64,21 @@ class DetectionRun(Run):
     def results(self) -> list[Result]:
         """MAE per score noise with its bootstrap CI, and the coverage of each CI method per sample size."""
         out = [
-            result("mae", r["mae"], r["mae_lo"], r["mae_hi"], r["n_parsed"], "95% percentile bootstrap",
-                   noise=float(r["noise"]))
-            for _, r in self.noise.iterrows()
-        ]  # fmt: skip
+            result("mae", r["value"], r["low"], r["high"], r["n"], BOOT, noise=float(noise))
+            for noise, r in js.measure_by(self.noise, "mae", "noise").iterrows()
+        ]
         out += [
-            result("ci_coverage", r["coverage"], r["coverage_lo"], r["coverage_hi"], self.config.repeats,
-                   "95% Wilson", n_pairs=int(r["n"]), interval_of=str(r["interval"]))
-            for _, r in self.coverage.iterrows()
+            result("ci_coverage", r["value"], r["low"], r["high"], r["n"], "95% Wilson", n_pairs=int(r["pairs"]),
+                   interval_of=str(r["interval"]))
+            for _, r in self.coverage.loc[self.coverage["measure"] == "coverage"].iterrows()
         ]  # fmt: skip
+        panels = self.panels.set_index(["condition", "measure"])
         out += [
-            result(f"panel_{m}", r[m], r[f"{m}_lo"], r[f"{m}_hi"], r[n], interval, condition=str(r["condition"]))
-            for _, r in self.panels.iterrows()
-            for m, n, interval in (("acc3", "n_parsed", WILSON), ("kappa", "n_parsed", BOOT),
-                                   ("bias", "n_parsed", BOOT), ("consistency", "swapped", WILSON))
-        ]  # fmt: skip
+            result(f"panel_{m}", r["value"], r["low"], r["high"], r["n"], interval, condition=str(condition))
+            for condition in dict.fromkeys(self.panels["condition"])
+            for m, interval in (("acc3", WILSON), ("kappa", BOOT), ("bias", BOOT), ("consistency", WILSON))
+            for r in [panels.loc[(condition, m)]]
+        ]
         return out
 
 

@@ -16,29 +16,31 @@ from recjudge_utils.metrics.intervals import bootstrap_mean_ci_rows, wilson
 
 
 def ci_coverage(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
-    """Coverage of the 95% CIs over ``repeats`` samples of n pairs drawn from every judged pair (the population)."""
+    """Coverage of the 95% CIs over ``repeats`` samples of n pairs drawn from every judged pair (the population).
+
+    A long frame: per sample size (``pairs``) and interval method (``interval``) two measures over the ``repeats``
+    samples (``n``): ``coverage``, the share of CIs holding the population value with its Wilson CI, and
+    ``mean_width``, the CIs' mean width (no interval). ``attrs``: the population's MAE and accuracy, the noise."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
     pred = serendipity_scores(sim, pairs, noise=config.coverage_noise, seed=config.seed)
     ok = ~np.isnan(pred)
     err, hit = np.abs(pred[ok] - g[ok]), (js.three_class(pred[ok]) == js.three_class(g[ok])).astype(float)
     true_mae, true_acc = float(err.mean()), float(hit.mean())
     rng = np.random.default_rng(config.seed)
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for n in config.coverage_sizes:
         sample = np.array([rng.choice(len(err), size=n, replace=False) for _ in range(config.repeats)])
-        lo, hi = bootstrap_mean_ci_rows(err[sample], config.n_boot, rng)
-        covered = int(((lo <= true_mae) & (true_mae <= hi)).sum())
-        a_lo, a_hi = wilson(hit[sample].sum(axis=1), n)
-        covered_acc = int(((a_lo <= true_acc) & (true_acc <= a_hi)).sum())
+        low, high = bootstrap_mean_ci_rows(err[sample], config.n_boot, rng)
+        covered = int(((low <= true_mae) & (true_mae <= high)).sum())
+        acc_low, acc_high = wilson(hit[sample].sum(axis=1), n)
+        covered_acc = int(((acc_low <= true_acc) & (true_acc <= acc_high)).sum())
         for metric, k, width in (
-            ("MAE, percentile bootstrap", covered, float(np.mean(hi - lo))),
-            ("3-class accuracy, Wilson", covered_acc, float(np.mean(a_hi - a_lo))),
+            ("MAE, percentile bootstrap", covered, float(np.mean(high - low))),
+            ("3-class accuracy, Wilson", covered_acc, float(np.mean(acc_high - acc_low))),
         ):
-            c_lo, c_hi = wilson(k, config.repeats)
-            rows.append(
-                {"n": n, "interval": metric, "coverage": k / config.repeats, "coverage_lo": c_lo,
-                 "coverage_hi": c_hi, "mean_width": width}
-            )  # fmt: skip
-    out = pd.DataFrame(rows)
+            c_low, c_high = wilson(k, config.repeats)
+            rows += [(n, metric, "coverage", k / config.repeats, c_low, c_high, config.repeats),
+                     (n, metric, "mean_width", width, np.nan, np.nan, config.repeats)]  # fmt: skip
+    out = pd.DataFrame(rows, columns=["pairs", "interval", *js.MEASURE_COLUMNS])
     out.attrs.update(true_mae=true_mae, true_acc=true_acc, noise=config.coverage_noise)
     return out

@@ -12,8 +12,9 @@ import numpy as np
 from recjudge_utils.data import SerendipityPairs
 from recjudge_utils.judge.backends.sim import SimulatedJudge
 from recjudge_utils.judge.client import JudgeClient
+from recjudge_utils.judge.loading import load_profile
 from recjudge_utils.judge.panel import PanelClient
-from recjudge_utils.judge.profiles import PanelProfile, load_profile
+from recjudge_utils.judge.profile import PanelProfile
 from recjudge_utils.judge.types import Judge
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 

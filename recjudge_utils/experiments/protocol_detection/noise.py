@@ -37,14 +37,23 @@ def holds(low: Any, high: Any, truth: Any) -> Any:
 
 
 def serendipity_noise(sim: SimFactory, pairs: SerendipityPairs, config: DetectionConfig) -> pd.DataFrame:
-    """Per noise level: MAE, accuracy, kappa (with CIs) on every pair, beside the MAE the error model implies and
-    whether the MAE's CI holds it (``implied_in_ci``)."""
+    """Per noise level (``noise``) and measure: the measures of
+    :func:`~recjudge_utils.metrics.judge_scores.summarize_predictions` on every pair (MAE, accuracy, kappa with CIs,
+    ...), then ``expected_mae``, the MAE the error model implies (no interval; :func:`implied_in_ci` says whether the
+    MAE's CI holds it)."""
     g = pairs.pairs["g"].to_numpy(dtype=float)
-    rows = []
+    frames = []
     for sigma in config.noise_levels:
         pred = serendipity_scores(sim, pairs, noise=sigma, seed=config.seed)
-        row = js.summarize_predictions(pred, g, n_boot=config.n_boot, seed=config.seed)
-        rows.append({"noise": sigma, **row, "expected_mae": expected_mae(g, sigma)})
-    out = pd.DataFrame(rows)
-    out["implied_in_ci"] = holds(out["mae_lo"], out["mae_hi"], out["expected_mae"])
-    return out
+        summary = js.summarize_predictions(pred, g, n_boot=config.n_boot, seed=config.seed)
+        implied = pd.DataFrame([("expected_mae", expected_mae(g, sigma), np.nan, np.nan, len(g))],
+                               columns=list(js.MEASURE_COLUMNS))  # fmt: skip
+        frames.append(pd.concat([summary, implied], ignore_index=True).assign(noise=sigma))
+    return pd.concat(frames, ignore_index=True)[["noise", *js.MEASURE_COLUMNS]]
+
+
+def implied_in_ci(noise: pd.DataFrame) -> pd.Series:
+    """Per noise level of a :func:`serendipity_noise` frame (the index): whether the MAE's CI holds the MAE the error
+    model implies."""
+    mae, implied = (js.measure_by(noise, m, "noise") for m in ("mae", "expected_mae"))
+    return pd.Series(holds(mae["low"], mae["high"], implied["value"].to_numpy()), index=mae.index)

@@ -33,9 +33,11 @@ def _calls(client: JudgeClient | PanelClient) -> int:
 
 
 def judge_panels(judge: Judge, pairs: SerendipityPairs, dataset: Dataset, config: DetectionConfig) -> pd.DataFrame:
-    """Per condition (:data:`PANEL_CONDITIONS`): 3-class accuracy (Wilson CI), weighted kappa and mean error (score -
-    g; bootstrap CIs) on every serendipity pair, position consistency (Wilson CI) on chapter 4's swapped pairs, the
-    calls its clients were asked and their multiple of one judge's (``cost_multiple``), member answers excluded.
+    """Per condition (:data:`PANEL_CONDITIONS`) and measure (one row each: value, low, high, n): 3-class accuracy
+    (``acc3``, Wilson CI), weighted kappa (``kappa``) and mean error (``bias``: score - g; bootstrap CIs) on every
+    serendipity pair, n the parsed ones, position consistency (Wilson CI) on chapter 4's swapped pairs, n those pairs;
+    then without interval the ``calls`` its clients were asked, the member answers ``excluded`` and the calls'
+    multiple of one judge's (``cost_multiple``).
     Every judge has the same error model (score noise, position bias, unparseable answers); the one judge is the
     first member of the independent panel; the shared-bias panel's members also share one score offset (leniency)."""
     each = {"noise": config.panel_noise, "position_bias": config.panel_bias, "unparseable": config.panel_unparseable}
@@ -43,7 +45,7 @@ def judge_panels(judge: Judge, pairs: SerendipityPairs, dataset: Dataset, config
     members = {PANEL_CONDITIONS[1]: [{**each, "seed": s} for s in seeds],
                PANEL_CONDITIONS[2]: [{**each, "leniency": config.panel_offset, "seed": s} for s in seeds]}  # fmt: skip
     cfg = dataclasses.replace(saer_config(config), n_customers=config.panel_customers)
-    panel = saer.build_panel(dataset, cfg)
+    sample = saer.build_sample(dataset, cfg)
     g = pairs.pairs["g"].to_numpy(dtype=float)
     rows = []
     for condition in PANEL_CONDITIONS:
@@ -53,28 +55,31 @@ def judge_panels(judge: Judge, pairs: SerendipityPairs, dataset: Dataset, config
             as_judge = cast(Judge, client)  # a PanelClient is one; mypy reads its list[PanelResult] as no Judge's
             scorer = SerendipityJudge(as_judge, template="base", words=pairs.domain)
             pred = scorer.score(pairs.pairs, pairs.items, desc=condition)
-            _, adjudicated = saer.judge_pairwise(as_judge, panel, cfg, both_orders=True)
+            _, adjudicated = saer.judge_pairwise(as_judge, sample, cfg, both_orders=True)
             calls = _calls(client)
             excluded = int(client.member_summary()["excluded"].sum()) if isinstance(client, PanelClient) else 0
         finally:
             client.close()
         score = pred["score"].to_numpy(dtype=float)
         ok = ~np.isnan(score)
-        row = js.summarize_predictions(score, g, n_boot=config.n_boot, seed=config.seed)
+        summary = js.summarize_predictions(score, g, n_boot=config.n_boot, seed=config.seed).set_index("measure")
+        acc3, kappa = (tuple(summary.loc[m, ["value", "low", "high", "n"]]) for m in ("acc3", "kappa_qw"))
         bias = bootstrap_ci(score[ok] - g[ok], np.mean, n_boot=config.n_boot, seed=config.seed)
         consistent = [bool(c) for c in adjudicated["consistent"] if c is not None]
         lo, hi = wilson(sum(consistent), len(consistent))
-        rows.append(
-            {"condition": condition, "n": row["n"], "n_parsed": row["n_parsed"], "acc3": row["acc3"],
-             "acc3_lo": row["acc3_wilson_lo"], "acc3_hi": row["acc3_wilson_hi"], "kappa": row["kappa_qw"],
-             "kappa_lo": row["kappa_lo"], "kappa_hi": row["kappa_hi"], "bias": bias[0], "bias_lo": bias[1],
-             "bias_hi": bias[2], "consistency": sum(consistent) / len(consistent), "consistency_lo": lo,
-             "consistency_hi": hi, "swapped": len(consistent), "calls": calls, "excluded": excluded}
-        )  # fmt: skip
-    out = pd.DataFrame(rows)
-    out["cost_multiple"] = out["calls"] / out["calls"].iloc[0]
-    panels = out["condition"] != PANEL_CONDITIONS[0]
-    out.attrs.update(customers=len(panel.users), pairs=len(g), excluded=int(out.loc[panels, "excluded"].sum()),
-                     answers=int(out.loc[panels, "calls"].sum()), one=int(out["calls"].iloc[0]),
-                     multiple=round(float(out.loc[panels, "cost_multiple"].mean()), 2))  # fmt: skip
+        share = sum(consistent) / len(consistent)
+        rows += [(condition, "acc3", *acc3), (condition, "kappa", *kappa), (condition, "bias", *bias, int(ok.sum())),
+                 (condition, "consistency", share, lo, hi, len(consistent)),
+                 (condition, "calls", calls, np.nan, np.nan, np.nan),
+                 (condition, "excluded", excluded, np.nan, np.nan, np.nan)]  # fmt: skip
+    out = pd.DataFrame(rows, columns=["condition", *js.MEASURE_COLUMNS])
+    asked, dropped = (js.measure_by(out, m, "condition")["value"] for m in ("calls", "excluded"))
+    multiple = asked / asked.iloc[0]
+    cost = pd.DataFrame({"condition": asked.index, "measure": "cost_multiple", "value": multiple.to_numpy(),
+                         "low": np.nan, "high": np.nan, "n": np.nan})  # fmt: skip
+    out = pd.concat([out, cost], ignore_index=True)
+    panels = asked.index != PANEL_CONDITIONS[0]
+    out.attrs.update(customers=len(sample.users), pairs=len(g), excluded=int(dropped[panels].sum()),
+                     answers=int(asked[panels].sum()), one=int(asked.iloc[0]),
+                     multiple=round(float(multiple[panels].mean()), 2))  # fmt: skip
     return out

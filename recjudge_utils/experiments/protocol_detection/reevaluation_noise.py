@@ -4,7 +4,6 @@ users order them correctly 95 % of the time."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ from recjudge_utils.experiments.protocol_detection.config import (
 )
 from recjudge_utils.experiments.protocol_detection.judges import SimFactory
 from recjudge_utils.experiments.steps import judge_recommendations
+from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.intervals import bootstrap_ci
 from recjudge_utils.metrics.serendipity_at_k import per_user_metrics
 from recjudge_utils.protocols.pointwise_score import SerendipityJudge
@@ -26,31 +26,30 @@ from recjudge_utils.protocols.pointwise_score import SerendipityJudge
 class ReevalDetection:
     """How judge noise blurs the serendipity gap between two recommenders, and how many users resolve it."""
 
-    gaps: pd.DataFrame  # per noise (and the truth): Avg.Score@k and P_ser@k of each RS and the gap
+    #: per judge (``source``: the truth first, then each ``noise``; NaN for the truth) and metric (``measure``: avg,
+    #: p_ser): the gap between the two RSs (value, low, high: bootstrap CI, n: users with both values), and each
+    #: RS's mean (a column named after it)
+    gaps: pd.DataFrame
     ordering: pd.DataFrame  # per noise and judged-user count: share of samples ordering the RSs as the truth does
     users_needed: pd.DataFrame  # per noise: the smallest user count reaching 95% correct order
 
     @property
     def table(self) -> pd.DataFrame:
-        """One row per judge, the truth first (``source``, ``noise``: NaN for the truth): each metric's gap with its
-        CI (``avg``, ``avg_lo``, ``avg_hi``, ``p_ser``, ...) and the judged users for 95 % correct order
-        (``users_avg``, ``users_p_ser``: inf where no sample size tried reached it, NaN for the truth)."""
+        """The gaps as the chapter shows them: per judge and metric (``source``, ``noise``, ``measure``) the gap with
+        its CI (``value``, ``low``, ``high``, ``n``) and the judged users for 95 % correct order (``users_for_95%``:
+        inf where no sample size tried reached it, NaN for the truth)."""
         needed = self.users_needed.set_index(["metric", "source"])["users_for_95%"]
-        rows = []
-        for source, grp in self.gaps.groupby("source", sort=False):
-            row: dict[str, Any] = {"source": source, "noise": grp["noise"].iloc[0]}
-            for metric, r in grp.set_index("metric").iterrows():
-                row.update({metric: r["gap"], f"{metric}_lo": r["gap_lo"], f"{metric}_hi": r["gap_hi"]})
-                n = needed.get((metric, source), np.nan)  # no row: the truth (nothing to reach)
-                row[f"users_{metric}"] = np.inf if (metric, source) in needed.index and np.isnan(n) else n
-            rows.append(row)
-        return pd.DataFrame(rows)
+        # no row: the truth (nothing to reach); a row without a count: never reached
+        users = [np.nan if (m, s) not in needed.index else np.inf if np.isnan(needed[(m, s)]) else needed[(m, s)]
+                 for s, m in zip(self.gaps["source"], self.gaps["measure"], strict=True)]  # fmt: skip
+        columns = ["source", "noise", *js.MEASURE_COLUMNS]
+        return self.gaps[columns].assign(**{"users_for_95%": np.asarray(users, dtype=float)})
 
 
 def reevaluation_config(
     config: DetectionConfig, names: tuple[str, str] = ("bprmf", "random")
 ) -> reevaluation.ReevaluationConfig:
-    """Chapter 2's config for this chapter's panel: the two ``names``, one fold, ``config.reeval_users`` judged
+    """Chapter 2's config for this chapter's sample: the two ``names``, one fold, ``config.reeval_users`` judged
     users, default hyperparameters (no TPE trials) and the Base template without examples."""
     return reevaluation.ReevaluationConfig(
         recommenders=names, folds=1, n_trials=0, n_users=config.reeval_users, template="base", seed=config.seed
@@ -97,18 +96,18 @@ def reevaluation_noise(
             diff = va - vb
             ok = np.isfinite(diff)
             # a legacy RandomState seeded with config.seed: the resamples this gap's CI has always been drawn with
-            _, gap_lo, gap_hi = bootstrap_ci(
+            _, low, high = bootstrap_ci(
                 diff[ok], np.mean, n_boot=config.n_boot, seed=np.random.RandomState(config.seed)
             )
             gap_rows.append(
-                {"source": src, "noise": noises[src], "metric": metric, a: float(np.nanmean(va)),
-                 b: float(np.nanmean(vb)), "gap": float(diff[ok].mean()), "gap_lo": gap_lo, "gap_hi": gap_hi}
+                {"source": src, "noise": noises[src], "measure": metric, "value": float(diff[ok].mean()), "low": low,
+                 "high": high, "n": int(ok.sum()), a: float(np.nanmean(va)), b: float(np.nanmean(vb))}
             )  # fmt: skip
     gaps = pd.DataFrame(gap_rows)
     order_rows, needed = [], []
     sample_rng = np.random.default_rng(config.seed + 3)
     for metric in ("avg", "p_ser"):
-        true_sign = np.sign(gaps[(gaps["source"] == "truth") & (gaps["metric"] == metric)]["gap"].iloc[0])
+        true_sign = np.sign(gaps[(gaps["source"] == "truth") & (gaps["measure"] == metric)]["value"].iloc[0])
         for src, frame in per_user.items():
             if src == "truth":
                 continue

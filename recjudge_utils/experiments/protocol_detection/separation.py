@@ -17,6 +17,7 @@ from recjudge_utils.experiments.protocol_detection.config import (
 )
 from recjudge_utils.experiments.protocol_detection.judges import SimFactory, serendipity_scores
 from recjudge_utils.experiments.protocol_detection.noise import expected_mae
+from recjudge_utils.metrics import judge_scores as js
 from recjudge_utils.metrics.intervals import wilson
 
 
@@ -33,7 +34,9 @@ def _noise_for_mae(g: np.ndarray, target: float) -> float:
 class Separation:
     """Power to tell two templates apart, by pair count; and the pair counts for 80% power."""
 
-    table: pd.DataFrame  # n, power (simulation, with Wilson CI), power (statsmodels)
+    #: per judged-pair count (``pairs``), a long frame of two measures: ``power`` by simulation over the ``repeats``
+    #: samples (``n``) with its Wilson CI, and ``power_statsmodels`` (no interval, no sample)
+    table: pd.DataFrame
     noises: tuple[float, float]
     maes: tuple[float, float]
     effect_size: float
@@ -56,7 +59,7 @@ def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
     effect = float(diff.mean() / diff.std(ddof=1))
     power_fn = TTestPower()
     rng = np.random.default_rng(config.seed + 7)
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for n in config.power_sizes:
         if n > len(diff):
             continue
@@ -65,22 +68,22 @@ def pairs_to_separate(sim: SimFactory, pairs: SerendipityPairs, config: Detectio
         t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
         p = 2 * stats.t.sf(np.abs(t), df=n - 1)
         k = int((p < 0.05).sum())
-        lo, hi = wilson(k, config.repeats)
+        low, high = wilson(k, config.repeats)
         analytic = float(power_fn.power(effect_size=effect, nobs=n, alpha=0.05, alternative="two-sided"))
-        rows.append(
-            {"n": n, "power": k / config.repeats, "power_lo": lo, "power_hi": hi, "power_statsmodels": analytic}
-        )
-    table = pd.DataFrame(rows)
+        rows += [(n, "power", k / config.repeats, low, high, config.repeats),
+                 (n, "power_statsmodels", analytic, np.nan, np.nan, np.nan)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["pairs", *js.MEASURE_COLUMNS])
     n80_stats = float(power_fn.solve_power(effect_size=effect, power=0.8, alpha=0.05, alternative="two-sided"))
-    above = table[table["power"] >= 0.8]
+    simulated = table.loc[table["measure"] == "power"].reset_index(drop=True)
+    above = simulated[simulated["value"] >= 0.8]
     n80_sim = float("nan")
     if len(above):
         first = int(above.index[0])
         if first == 0:
-            n80_sim = float(table.loc[0, "n"])
+            n80_sim = float(simulated.loc[0, "pairs"])
         else:
-            a, b = table.loc[first - 1], table.loc[first]
-            n80_sim = float(np.interp(0.8, [a["power"], b["power"]], [a["n"], b["n"]]))
+            a, b = simulated.loc[first - 1], simulated.loc[first]
+            n80_sim = float(np.interp(0.8, [a["value"], b["value"]], [a["pairs"], b["pairs"]]))
     return Separation(
         table=table,
         noises=(float(noises[0]), float(noises[1])),

@@ -12,7 +12,9 @@ name           module
 What every backend implements, and the prepared HTTP call (``PreparedCall``) a chat backend sends, are in
 :mod:`.base`. Adding a backend is one module: subclass :class:`~.base.Backend` (or :class:`~.base.ChatBackend` for a
 request/response API), decorate it with ``@register_backend("name")`` and list the module in
-``BACKENDS``'s ``lazy`` table (or import it before use). Judge profiles name the backend with ``backend: name``.
+``BACKENDS``'s ``lazy`` table (or import it before use). Judge profiles name the backend with ``backend: name``; a
+backend declares the options a profile gives it as its ``options_model`` (a :class:`~.base.BackendOptions`), which the
+registry hands to the profile (:func:`backend_options_model`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ from typing import TYPE_CHECKING
 from recjudge_utils.registry import Registry
 
 if TYPE_CHECKING:
-    from recjudge_utils.judge.backends.base import Backend
+    from recjudge_utils.judge.backends.base import Backend, BackendOptions
 
-__all__ = ["BACKENDS", "backend_class", "backend_names", "create_backend", "register_backend"]
+__all__ = [
+    "BACKENDS",
+    "backend_class",
+    "backend_names",
+    "backend_options_model",
+    "create_backend",
+    "register_backend",
+]
 
 BACKENDS: Registry[type[Backend]] = Registry(
     "judge backend",
@@ -51,6 +60,11 @@ def backend_names() -> list[str]:
 def backend_class(name: str) -> type[Backend]:
     """The backend class registered as ``name`` (importing its built-in module on first use)."""
     return BACKENDS[name]
+
+
+def backend_options_model(name: str) -> type[BackendOptions] | None:
+    """The options model of the backend registered as ``name`` (None: its constructor checks its options)."""
+    return backend_class(name).options_model
 
 
 def create_backend(name: str, **options: object) -> Backend:

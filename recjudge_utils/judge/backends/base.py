@@ -4,6 +4,8 @@ The client (:class:`recjudge_utils.judge.client.JudgeClient`) owns the cache, th
 backend owns everything that depends on *who* answers: the request body it sends, the identity that goes
 into the cache key (never an API key), how many calls may be in flight, and how calls are made.
 
+* :class:`BackendOptions` is what a backend's options model derives from: each backend declares its own
+  (``options_model``), which a judge profile's ``options:`` block is validated against.
 * :class:`Backend` is the interface. ``complete_many`` receives the calls the cache could not answer and
   reports each outcome through a callback as soon as it is known (the client commits it to the cache at
   once, so a crash loses only calls still in flight).
@@ -23,11 +25,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from recjudge_utils.judge.cache import cache_key, messages_hash
 from recjudge_utils.judge.transport import Downgrade, Failure, RetryPolicy, call_with_retries
 from recjudge_utils.judge.types import Completion, JudgeError, JudgeRequest
 
-__all__ = ["Backend", "CallOutcome", "ChatBackend", "Job", "PreparedCall"]
+__all__ = ["Backend", "BackendOptions", "CallOutcome", "ChatBackend", "Job", "PreparedCall"]
+
+
+class BackendOptions(BaseModel):
+    """A backend's own options (a profile's ``options:`` block): unknown fields are refused, values never change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,8 @@ class Backend(ABC):
     #: answers are computed from the request alone on this machine (no model, network, key or cost): an offline
     #: replay may compute what its archive does not hold
     computes_answers: ClassVar[bool] = False
+    #: the options a judge profile gives this backend (``options:``); None: a backend whose constructor checks them
+    options_model: ClassVar[type[BackendOptions] | None] = None
     #: every judgment goes to the run's JSONL log; a plan keeps its own records (``plan.jsonl``) and writes none
     logs_judgments: ClassVar[bool] = True
 

@@ -19,15 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
 from tqdm.std import tqdm  # text bars: widget bars need JavaScript the offline book cannot load
 
 from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import CallOutcome, Deliver, Job, Lookup
+from recjudge_utils.judge.backends.base import BackendOptions, CallOutcome, Deliver, Job, Lookup
 from recjudge_utils.judge.backends.openai_compatible import OpenAICompatibleBackend, compact_response
 from recjudge_utils.judge.transport import RetryPolicy, call_with_retries
 
-__all__ = ["BatchBackend"]
+__all__ = ["BatchBackend", "BatchOptions"]
 
 _BATCH_ENDPOINT = "/v1/chat/completions"
 _TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -49,12 +50,23 @@ def _error_text(body: Any) -> str:
     return str(body)[:300]
 
 
+class BatchOptions(BackendOptions):
+    """Options of the ``batch`` backend: polling and the completion window."""
+
+    poll_interval: float = Field(30.0, gt=0, description="seconds between status checks")
+    completion_window: str = "24h"
+    batch_timeout: float | None = Field(None, gt=0, description="give up waiting after this many seconds (resumable)")
+    max_lines: int = Field(50_000, ge=1)
+    retry_failed_with_chat: bool = False
+
+
 @register_backend("batch")
 class BatchBackend(OpenAICompatibleBackend):
     """OpenAI-compatible endpoint reached through ``/v1/files`` and ``/v1/batches``."""
 
     name = "batch"
     route = "batch"
+    options_model = BatchOptions
 
     def __init__(
         self,

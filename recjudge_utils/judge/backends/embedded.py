@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from recjudge_utils.answer_formats import answer_format
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.openai_compatible import Generation, OpenAICompatibleBackend
+from recjudge_utils.judge.backends.base import BackendOptions
+from recjudge_utils.judge.backends.openai_compatible import GenerationSettings, OpenAICompatibleBackend
 from recjudge_utils.judge.embedded_server import (
     LOCAL_MODEL_ALIAS,
     LOCAL_MODEL_NAME,
@@ -29,7 +31,7 @@ from recjudge_utils.judge.embedded_server import (
 )
 from recjudge_utils.judge.types import JudgeRequest
 
-__all__ = ["EmbeddedBackend"]
+__all__ = ["EmbeddedBackend", "EmbeddedOptions"]
 
 _LOCAL_DUMMY_KEY = "sk-local-dummy-not-a-secret"
 #: a grammar's free text (printable ASCII: at least one character a token) is capped so that the fixed fields after it
@@ -37,8 +39,28 @@ _LOCAL_DUMMY_KEY = "sk-local-dummy-not-a-secret"
 _CHARS_PER_TOKEN, _FIELD_TOKENS = 1.0, 25
 
 
-def _greedy_unless_set(generation: Generation) -> Generation:
-    return generation if generation.temperature is not None else replace(generation, temperature=0.0)
+class EmbeddedOptions(BackendOptions):
+    """llama-server settings (:func:`recjudge_utils.judge.embedded_server.get_local_server`); its slots are the
+    profile's ``max_concurrency``."""
+
+    n_ctx: int | None = Field(None, ge=512, description="tokens of context per slot (default 8192)")
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (default: every core)")
+    n_batch: int | None = Field(None, ge=1, description="logical batch of prompt tokens (llama-server's default 2048)")
+    n_ubatch: int | None = Field(None, ge=1, description="physical batch of prompt tokens (llama-server's default 512)")
+    cache_reuse: int | None = Field(
+        None, ge=0, description="smallest shifted chunk of an earlier prompt reused, in tokens (default 256; 0: off)"
+    )
+    cache_ram: int | None = Field(
+        None, ge=0, description="MiB of RAM keeping earlier prompts' states (default 1024; 0: off)"
+    )
+    flash_attn: Literal["auto", "on", "off"] | None = Field(None, description="llama.cpp's flash attention")
+    verbose: bool | None = None
+    startup_timeout: float | None = Field(None, gt=0)
+    log_dir: str | None = None
+
+
+def _greedy_unless_set(generation: GenerationSettings) -> GenerationSettings:
+    return generation if generation.temperature is not None else generation.model_copy(update={"temperature": 0.0})
 
 
 @register_backend("embedded")
@@ -46,6 +68,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
     """SmolLM2-135M-Instruct on an embedded llama-server (``max_concurrency`` slots)."""
 
     name = "embedded"
+    options_model = EmbeddedOptions
 
     def __init__(
         self,
@@ -60,7 +83,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
         timeout: float | None = None,
         offline: bool = False,
         server_options: dict[str, Any] | None = None,
-        generation: Generation | Mapping[str, Any] | None = None,
+        generation: GenerationSettings | Mapping[str, Any] | None = None,
     ) -> None:
         if base_url is not None:
             raise ValueError("the embedded backend serves its own model: base_url must be None")
@@ -81,7 +104,7 @@ class EmbeddedBackend(OpenAICompatibleBackend):
             timeout=600.0 if timeout is None else timeout,
             offline=True,  # no key check at construction; the server is started lazily in `sdk`
             # llama.cpp samples at temperature 0.8 unless told otherwise: the embedded judge answers greedily
-            generation=_greedy_unless_set(Generation.of(generation)),
+            generation=_greedy_unless_set(GenerationSettings.of(generation)),
         )
         self.offline = offline
         self.endpoint_id = embedded_identity()

@@ -6,10 +6,11 @@ anywhere: it is not in the cache key (the endpoint URL is), and :meth:`scrub` re
 could be logged. Endpoints on loopback need no key. ``api_key_header`` sends the key in another header than
 ``Authorization`` (Azure OpenAI's ``api-key``).
 
-**Generation settings** (:class:`Generation`, a judge profile's ``generation:`` block): ``temperature`` and ``seed``
-are sent only when set (a request's own seed otherwise), ``max_output_tokens`` raises every prompt's own answer budget
-(never lowers it), ``reasoning_effort``, ``extra_body`` (merged into every request body), ``headers`` and ``query``
-(added to every HTTP request, e.g. Azure's ``api-version``).
+**Generation settings** (:class:`GenerationSettings`, a judge profile's ``generation:`` block): ``temperature`` and
+``seed`` are sent only when set (a request's own seed otherwise), ``max_output_tokens`` raises every prompt's own answer
+budget (never lowers it), ``reasoning_effort``, ``extra_body`` (merged into every request body), ``headers`` and
+``query`` (added to every HTTP request, e.g. Azure's ``api-version``). The backend's own options (a profile's
+``options:``) are :class:`OpenAIOptions`.
 
 **Requests adapt to the endpoint, whatever the model is called.** When the endpoint answers 400 naming a parameter
 or value it does not accept (``temperature``, ``max_tokens``, ``logprobs``, ``seed``, a ``json_schema`` response
@@ -33,12 +34,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
+
+from pydantic import Field, field_validator
 
 from recjudge_utils.files import atomic_write_text
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import ChatBackend, PreparedCall
+from recjudge_utils.judge.backends.base import BackendOptions, ChatBackend, PreparedCall
 from recjudge_utils.judge.logprobs import compact_logprobs
 from recjudge_utils.judge.transport import Failure, classify_openai_error
 from recjudge_utils.judge.types import Completion, JudgeRequest
@@ -46,8 +49,9 @@ from recjudge_utils.judge.types import Completion, JudgeRequest
 __all__ = [
     "ADAPTATIONS_FILE",
     "REASONING_HEADROOM",
-    "Generation",
+    "GenerationSettings",
     "OpenAICompatibleBackend",
+    "OpenAIOptions",
     "compact_response",
 ]
 
@@ -58,31 +62,51 @@ ADAPTATIONS_FILE = "endpoint_adaptations.json"
 REASONING_HEADROOM = 4096
 _REDACTED = "[REDACTED]"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# header names that carry a credential: a profile names the key's variable, it never holds a key
+_SECRET_HEADERS = {"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization"}
 # model names of OpenAI's reasoning families, also behind a router prefix (``openai/gpt-5-mini``); only a first guess:
 # an opaque deployment name is learned from the endpoint's 400 instead
 _REASONING_NAME = re.compile(r"(^|/)(o\d|gpt-5)", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Generation:
-    """Decoding settings of a judge profile (``generation:``); None means "not sent"."""
+class GenerationSettings(BackendOptions):
+    """Decoding settings; a field left unset is not sent, so the endpoint's default applies."""
 
-    temperature: float | None = None
-    max_output_tokens: int | None = None
-    reasoning_effort: str | None = None
-    seed: int | None = None
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-    query: Mapping[str, str] = field(default_factory=dict)
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="omitted unless set (reasoning models: omit)")
+    max_output_tokens: int | None = Field(
+        None, ge=1, description="answer budget incl. hidden reasoning; never below a prompt's own budget"
+    )
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    seed: int | None = Field(None, description="default: the request's own seed (0)")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into every request body")
+    headers: dict[str, str] = Field(default_factory=dict, description="added to every HTTP request; never a key")
+    query: dict[str, str] = Field(default_factory=dict, description="added to every URL (Azure: api-version)")
+
+    @field_validator("headers")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(h for h in value if h.lower() in _SECRET_HEADERS)
+        if bad:
+            raise ValueError(
+                f"header {bad[0]!r} carries a credential: keys are read from the environment variable named by "
+                "api_key_env (set api_key_header to send it in another header)"
+            )
+        return value
 
     @classmethod
-    def of(cls, value: Generation | Mapping[str, Any] | None) -> Generation:
-        """A :class:`Generation` from a profile's mapping (unknown keys are the profile validator's business)."""
+    def of(cls, value: GenerationSettings | Mapping[str, Any] | None) -> GenerationSettings:
+        """The settings themselves, or validated from a mapping (a None value is a field left unset)."""
         if value is None:
             return cls()
-        if isinstance(value, Generation):
+        if isinstance(value, GenerationSettings):
             return value
-        return cls(**{k: v for k, v in dict(value).items() if v is not None})
+        return cls.model_validate({k: v for k, v in dict(value).items() if v is not None})
+
+
+class OpenAIOptions(BackendOptions):
+    """Options of the ``openai`` backend."""
+
+    top_logprobs: int = Field(20, ge=0, le=20, description="logprobs per token when logprobs are asked for")
 
 
 @dataclass
@@ -167,6 +191,7 @@ class OpenAICompatibleBackend(ChatBackend):
     """Chat completions over the ``openai`` SDK at ``base_url`` (None = OpenAI itself)."""
 
     name = "openai"
+    options_model: ClassVar[type[BackendOptions] | None] = OpenAIOptions
 
     def __init__(
         self,
@@ -181,7 +206,7 @@ class OpenAICompatibleBackend(ChatBackend):
         top_logprobs: int = 20,
         timeout: float | None = None,
         offline: bool = False,
-        generation: Generation | Mapping[str, Any] | None = None,
+        generation: GenerationSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self.base_url = (base_url or _OPENAI_BASE_URL).rstrip("/")
         self.endpoint_id = self.base_url
@@ -197,7 +222,7 @@ class OpenAICompatibleBackend(ChatBackend):
         self.top_logprobs = int(top_logprobs)
         self.timeout = 120.0 if timeout is None else float(timeout)
         self.offline = offline
-        self.generation = Generation.of(generation)
+        self.generation = GenerationSettings.of(generation)
         self.adapted = Adaptations()
         self.adaptations_path: Path | None = None
         self._adapt_lock = threading.Lock()

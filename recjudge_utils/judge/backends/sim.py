@@ -31,15 +31,23 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from recjudge_utils.answer_formats import AnswerFormat, answer_format
 from recjudge_utils.answer_formats.truth import LabelTruth, ListScoreTruth, PreferenceTruth, ScoreTruth, truth_to_dict
 from recjudge_utils.judge.backends import register_backend
-from recjudge_utils.judge.backends.base import Backend, CallOutcome, Deliver, Job, Lookup, PreparedCall
+from recjudge_utils.judge.backends.base import (
+    Backend,
+    BackendOptions,
+    CallOutcome,
+    Deliver,
+    Job,
+    Lookup,
+    PreparedCall,
+)
 from recjudge_utils.judge.transport import RetryPolicy
 from recjudge_utils.judge.types import Completion, JudgeRequest
 
@@ -51,27 +59,18 @@ UNPARSEABLE_ANSWER = "I am not sure how to judge this one; both look reasonable 
 SIMULATED_FAILURE = "simulated judge: the call failed (the failing parameter)"
 
 
-@dataclass(frozen=True)
-class SimParameters:
-    """The simulated judge's error model (see the module docstring)."""
+class SimParameters(BackendOptions):
+    """The simulated judge's error model, a sim profile's ``options:`` (:mod:`recjudge_utils.judge.backends.sim`)."""
 
-    noise: float = 0.0
+    noise: float = Field(0.0, ge=0)
     leniency: float = 0.0
-    position_bias: float = 0.0
-    tie_propensity: float = 0.0
-    context_neglect: float = 0.0
-    unparseable: float = 0.0
-    failing: float = 0.0
-    margin: float = 0.5
+    position_bias: float = Field(0.0, ge=0, le=1)
+    tie_propensity: float = Field(0.0, ge=0, le=1)
+    context_neglect: float = Field(0.0, ge=0, le=1)
+    unparseable: float = Field(0.0, ge=0, le=1)
+    failing: float = Field(0.0, ge=0, le=1)
+    margin: float = Field(0.5, ge=0)
     seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("position_bias", "tie_propensity", "context_neglect", "unparseable", "failing"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"simulated judge: {name} is a probability, not {value}")
-        if self.noise < 0 or self.margin < 0:
-            raise ValueError("simulated judge: noise and margin must be >= 0")
 
     def describe(self) -> str:
         """The judge's name in tables: 'simulated judge' and its non-zero parameters."""
@@ -186,12 +185,13 @@ class SimulatedJudge(Backend):
     name = "sim"
     route = "sim"
     computes_answers = True
+    options_model = SimParameters
 
     def __init__(self, model: str = "sim", offline: bool = False, **parameters: float) -> None:
-        self.params = SimParameters(**parameters)  # type: ignore[arg-type]
+        self.params = SimParameters(**parameters)
         self.api_model = model
         self.model_name = self.params.describe()
-        self.endpoint_id = "sim:" + json.dumps(asdict(self.params), sort_keys=True)
+        self.endpoint_id = "sim:" + json.dumps(self.params.model_dump(), sort_keys=True)
         self.price_model = "local"
         self.max_concurrency = 1
 
