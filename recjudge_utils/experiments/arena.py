@@ -469,13 +469,13 @@ def separation(
         offline_per_user[y][["user", "auc"]], on="user", suffixes=("_x", "_y")
     )
     d = paired_difference(merged["auc_x"].to_numpy(), merged["auc_y"].to_numpy(), n_boot=n_boot, seed=seed)
-    rows.append(("AUC (all evaluated users)", d.point, d.low, d.high, d.standardised, len(merged)))
+    rows.append(("AUC (all evaluated users)", d.value, d.low, d.high, d.standardised, len(merged)))
     if len(absolute):
         piv = absolute.pivot(index="user", columns="model", values="score")
         if x in piv and y in piv:
             d = paired_difference(piv[x].to_numpy(float), piv[y].to_numpy(float), n_boot=n_boot, seed=seed)
             n = int(piv[[x, y]].notna().all(axis=1).sum())
-            rows.append(("absolute score", d.point, d.low, d.high, d.standardised, n))
+            rows.append(("absolute score", d.value, d.low, d.high, d.standardised, n))
     code = {"win": 1.0, "tie": 0.0, "lose": -1.0}
     per = outcomes.pivot_table(index="user", columns="x", values=OVERALL, aggfunc="first")
     if x in per and y in per:
@@ -485,7 +485,7 @@ def separation(
         # side has only wins; s is defined on every resample and orders the two as Q does
         d = paired_difference(ox, oy, statistic=q_share, n_boot=n_boot, seed=seed)
         n_both = int((np.isfinite(ox) & np.isfinite(oy)).sum())
-        rows.append((Q_SHARE_MEASURE, d.point, d.low, d.high, d.standardised, n_both))
+        rows.append((Q_SHARE_MEASURE, d.value, d.low, d.high, d.standardised, n_both))
     return pd.DataFrame(rows, columns=["measure", "difference", "low", "high", "standardised_gap", "n_users"])
 
 

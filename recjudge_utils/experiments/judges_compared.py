@@ -9,8 +9,9 @@ all the judges of one kind (raw agreement and Krippendorff's alpha, with percent
 judges are ranked on and each run's answer health. Every row keeps its run's ``kind`` (``simulated`` or ``llm``), and
 judges are compared with judges of their own kind only, so no table sets the simulated judge beside an LLM. A panel
 run's members (chapter 1's ``member_scores`` items) are set beside their panel by :func:`panel_members`: each one's
-and the panel's weighted kappa with g, the members' agreement among themselves (Krippendorff's alpha) and the tokens
-each cost. The chapter judges nothing itself, so it has no ``run(judge, dataset, config)``.
+and the panel's weighted kappa with g and the tokens each cost; the members' agreement among themselves
+(Krippendorff's alpha) is :func:`panel_agreement`'s. The chapter judges nothing itself, so it has no
+``run(judge, dataset, config)``.
 
 **One agreement family.** Judges agreeing with one another are measured by Krippendorff's alpha throughout, for two
 judges or any number, with gaps (:func:`~recjudge_utils.metrics.agreement.krippendorff_alpha_ci`): ordinal for ordered
@@ -53,6 +54,7 @@ __all__ = [
     "StoredRun",
     "compare",
     "load_runs",
+    "panel_agreement",
     "panel_members",
     "short_judge_name",
     "this_run_folder",
@@ -335,32 +337,22 @@ def _kind_of(kinds: Mapping[str, str] | None, labeler: str) -> str:
 MEMBER_ITEMS, _LEVELS = "member_scores", _ORDERS["01_serendipity_prompt_selection/scores"]
 
 
+def _panel_runs(runs: Sequence[StoredRun]) -> list[tuple[StoredRun, dict[str, Any]]]:
+    """The panel runs with chapter 1's member scores, each with its chapter 1 items."""
+    chapter_1 = [(run, run.results.get("01_serendipity_prompt_selection", {}).get("items", {})) for run in runs]
+    return [(run, items) for run, items in chapter_1 if items.get(MEMBER_ITEMS)]
+
+
 def panel_members(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """Per panel run with chapter 1's member scores, one row per member and one for the panel (``panel`` True, last):
     quadratic weighted kappa with g (``kappa``, ``low``, ``high``: percentile bootstrap over the judged (user, item)
     pairs, each with its every template's scores, 2000 resamples, seed 0), scores (``n``), the tokens of its calls (the
-    panel's: its members' summed) and their multiple of a member's mean (``tokens_x``); on each row the members'
-    agreement among themselves, Krippendorff's ordinal alpha (``alpha``, ``alpha_lo``, ``alpha_hi``: percentile
-    bootstrap over the (user, item) pairs, each with all its templates; ``alpha_n`` the scores two or more members
-    gave, ``alpha_units`` their pairs, ``alpha_dropped`` of ``alpha_n_boot`` resamples where alpha was undefined).
-    Ordinal, because the levels are ranked but nothing says 1 to 2 is as far as 4 to 5 (interval alpha assumed so),
-    and a nominal coefficient would count 2 against 3 as fully as 1 against 5. By pair, because the templates pool
-    the same (user, item) up to four times: resampling the rows would take those copies for independent pairs."""
+    panel's: its members' summed) and their multiple of a member's mean (``tokens_x``). The members' agreement among
+    themselves is :func:`panel_agreement`'s."""
     rows = []
-    for run in runs:
-        items = run.results.get("01_serendipity_prompt_selection", {}).get("items", {})
-        if not items.get(MEMBER_ITEMS):
-            continue
+    for run, items in _panel_runs(runs):
         members = pd.DataFrame(items[MEMBER_ITEMS])
         panel = pd.DataFrame(items["scores"]).assign(member="", tokens=np.nan)
-        wide = members.pivot_table(index=["template", "user", "item"], columns="member", values="label", sort=False)
-        units = list(zip(wide.index.get_level_values("user"), wide.index.get_level_values("item"), strict=True))
-        a = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], _LEVELS, "ordinal", n_boot=2000, seed=0,
-                                  clusters=units)  # fmt: skip
-        kept = [u for u, *labels in zip(units, *(wide[m] for m in wide.columns), strict=True)
-                if sum(pd.notna(v) for v in labels) >= 2]  # fmt: skip
-        alpha = {"alpha": a.value, "alpha_lo": a.low, "alpha_hi": a.high, "alpha_n": a.n,
-                 "alpha_units": len(set(kept)), "alpha_dropped": a.dropped, "alpha_n_boot": a.n_boot}  # fmt: skip
         for name, frame in [*members.groupby("member", sort=False), ("", panel)]:
             ok = frame.dropna(subset=["label"])
             pairs = list(zip(ok["user"], ok["item"], strict=True))
@@ -368,11 +360,32 @@ def panel_members(runs: Sequence[StoredRun]) -> pd.DataFrame:
                                       clusters=pairs)  # fmt: skip
             rows.append({"run": run.name, "judge": run.shown_as or run.judge, "kind": run.kind, "labeler": name,
                          "panel": not name, "n": kappa.n, "kappa": kappa.value, "low": kappa.low, "high": kappa.high,
-                         "tokens": (frame if name else members)["tokens"].sum(), **alpha})  # fmt: skip
-    out = pd.DataFrame(rows, columns=["run", "judge", "kind", "labeler", "panel", "n", "kappa", "low", "high", "tokens",
-                                      "alpha", "alpha_lo", "alpha_hi", "alpha_n", "alpha_units", "alpha_dropped",
-                                      "alpha_n_boot"])  # fmt: skip
+                         "tokens": (frame if name else members)["tokens"].sum()})  # fmt: skip
+    out = pd.DataFrame(rows, columns=["run", "judge", "kind", "labeler", "panel", "n", "kappa", "low", "high",
+                                      "tokens"])  # fmt: skip
     return out.assign(tokens_x=out["tokens"] / out.groupby("run")["tokens"].transform(lambda t: t.iloc[:-1].mean()))
+
+
+def panel_agreement(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """Per panel run with chapter 1's member scores, its members' agreement among themselves: Krippendorff's ordinal
+    alpha (``alpha``, ``low``, ``high``: percentile bootstrap over the (user, item) pairs, each with all its templates,
+    2000 resamples, seed 0), ``n`` the scores two or more members gave, ``units`` their pairs, ``dropped`` of
+    ``n_boot`` resamples where alpha was undefined. Ordinal, because the levels are ranked but nothing says 1 to 2 is
+    as far as 4 to 5 (interval alpha assumed so), and a nominal coefficient would count 2 against 3 as fully as 1
+    against 5. By pair, because the templates pool the same (user, item) up to four times: resampling the rows would
+    take those copies for independent pairs."""
+    rows = []
+    for run, items in _panel_runs(runs):
+        members = pd.DataFrame(items[MEMBER_ITEMS])
+        wide = members.pivot_table(index=["template", "user", "item"], columns="member", values="label", sort=False)
+        units = list(zip(wide.index.get_level_values("user"), wide.index.get_level_values("item"), strict=True))
+        a = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], _LEVELS, "ordinal", n_boot=2000, seed=0,
+                                  clusters=units)  # fmt: skip
+        kept = [u for u, *labels in zip(units, *(wide[m] for m in wide.columns), strict=True)
+                if sum(pd.notna(v) for v in labels) >= 2]  # fmt: skip
+        rows.append({"run": run.name, "kind": run.kind, "alpha": a.value, "low": a.low, "high": a.high, "n": a.n,
+                     "units": len(set(kept)), "dropped": a.dropped, "n_boot": a.n_boot})  # fmt: skip
+    return pd.DataFrame(rows, columns=["run", "kind", "alpha", "low", "high", "n", "units", "dropped", "n_boot"])
 
 
 def _measures(rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -432,6 +445,8 @@ class Comparison:
     all_judges: pd.DataFrame
     #: each panel run's members beside the panel (:func:`panel_members`)
     members: pd.DataFrame
+    #: each panel run's members' agreement among themselves (:func:`panel_agreement`)
+    panel_agreement: pd.DataFrame
     #: every judge's estimate of the measures the chapter ranks judges on (:func:`_measures`)
     measures: pd.DataFrame
     health: pd.DataFrame
@@ -464,7 +479,8 @@ class Comparison:
         return paper[paper["dataset"].isin(datasets or {"MovieLens"})]
 
     def of_kind(self, frame: str, kind: str) -> pd.DataFrame:
-        """``agreement``, ``all_judges`` or ``members`` of the judges of one kind only (``simulated`` or ``llm``)."""
+        """``agreement``, ``all_judges``, ``members`` or ``panel_agreement`` of the judges of one kind only
+        (``simulated`` or ``llm``)."""
         rows = getattr(self, frame)
         return rows[rows["kind"] == kind]
 
@@ -478,4 +494,4 @@ def compare(runs: Sequence[StoredRun], current: Path | None = None) -> Compariso
     items, kinds = _items(runs), {run.label: run.kind for run in runs}
     rows = {notebook: _rows(runs, notebook) for notebook in _NOTEBOOKS}
     return Comparison(list(runs), current, rows, items, _pairwise_agreement(items, kinds), _all_judges(items, kinds),
-                      panel_members(runs), _measures(rows), _health(runs))  # fmt: skip
+                      panel_members(runs), panel_agreement(runs), _measures(rows), _health(runs))  # fmt: skip

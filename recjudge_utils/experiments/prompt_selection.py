@@ -374,7 +374,7 @@ def template_tests(scores: dict[str, pd.DataFrame], truth: np.ndarray, selected:
         rows.append(
             {"selected": selected, "other": t, "n both parsed": int(both.sum()),
              "only selected right": table[0][1], "only other right": table[1][0], "McNemar p": float(test.pvalue),
-             "MAE difference": diff.point, "low": diff.low, "high": diff.high}
+             "MAE difference": diff.value, "low": diff.low, "high": diff.high}
         )  # fmt: skip
     out = pd.DataFrame(rows)
     if "McNemar p" in out and out["McNemar p"].notna().any():
@@ -480,7 +480,7 @@ def _versus_constant(score: pd.Series, truth: np.ndarray, level: int, n_boot: in
     s = score.to_numpy(dtype=float)
     ok = ~np.isnan(s)
     d = paired_difference(np.abs(s[ok] - truth[ok]), np.abs(level - truth[ok]), n_boot=n_boot, seed=seed)
-    return {"value": d.point, "low": d.low, "high": d.high, "n": int(ok.sum())}
+    return {"value": d.value, "low": d.low, "high": d.high, "n": int(ok.sum())}
 
 
 def _with_selection_keys(summary: pd.DataFrame, scores: Mapping[str, pd.DataFrame], truth: np.ndarray) -> pd.DataFrame:

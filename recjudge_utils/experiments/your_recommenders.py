@@ -587,7 +587,7 @@ class YourRecommendersRun(Run):
             out.append(result("unparsed_across_systems_p", r.p, n=r.total, protocol=r.protocol, test=r.method))
         if self.popularity_fit is not None:
             f = self.popularity_fit
-            out.append(result("score_on_log_popularity", f.slope, f.low, f.high, f.n, "95% CI, clustered by user"))
+            out.append(result("score_on_log_popularity", f.value, f.low, f.high, f.n, f.method))
         return out
 
     def items(self) -> dict[str, list[dict[str, Any]]]:
@@ -666,6 +666,13 @@ def _decided(separation: pd.DataFrame, measure: str) -> list[tuple[str, str]]:
     return [(r.a, r.b) if r.difference > 0 else (r.b, r.a) for r in part.itertuples(index=False)]
 
 
+def _tau_columns(tau: Tau) -> dict[str, float | int]:
+    """A tau's columns in a frame of taus, where ``tau`` names the estimate beside the other taus of the row (tau_AP,
+    tau over the decided pairs) and ``n_users`` the users resampled."""
+    return {"tau": tau.value, "low": tau.low, "high": tau.high, "n_systems": tau.n_systems, "n_users": tau.n,
+            "n_boot": tau.n_boot}  # fmt: skip
+
+
 def statistics(
     judged: Mapping[str, pd.DataFrame],
     shown: Mapping[str, pd.DataFrame],
@@ -689,7 +696,7 @@ def statistics(
         ignore_index=True,
     )
     separation = comparisons(judged, measures, seed)
-    reliability = {m: split_half_reliability(judged[m].to_numpy(dtype=float), seed=seed).tau for m in measures}
+    reliability = {m: split_half_reliability(judged[m].to_numpy(dtype=float), seed=seed).value for m in measures}
     taus = []
     for a, b in combinations(measures, 2):
         users = judged[a].index.intersection(judged[b].index)
@@ -700,11 +707,11 @@ def statistics(
         decided, n_decided = tau_over_decided(_decided(separation, a), _decided(separation, b))
         claim = (
             "too few users"
-            if tau.n_users < MIN_USERS
-            else agreement_claim(tau.tau, tau.low, tau.high, tau.n_systems, reliability[a], reliability[b])
+            if tau.n < MIN_USERS
+            else agreement_claim(tau.value, tau.low, tau.high, tau.n_systems, reliability[a], reliability[b])
         )
         taus.append(
-            {"a": a, "b": b, **tau.__dict__, "resamples": distinct_resamples(tau.n_users),
+            {"a": a, "b": b, **_tau_columns(tau), "resamples": distinct_resamples(tau.n),
              "tau_ap": tau_ap_symmetric(mean_per_system(x), mean_per_system(y)),
              "reliability_a": reliability[a], "reliability_b": reliability[b], "tau_decided": decided,
              "pairs_decided": n_decided, "claim": claim}
@@ -736,7 +743,7 @@ def discrimination(
         power.append(
             {"measure": m, "pairs": len(part), "separated": int(part["separated"].sum()),
              "power": discriminative_power(part),
-             "swap_rate": swap_rate(matrix.to_numpy(dtype=float), seed=seed).rate, "reliability": rel.tau,
+             "swap_rate": swap_rate(matrix.to_numpy(dtype=float), seed=seed).rate, "reliability": rel.value,
              "reliability_low": rel.low, "reliability_high": rel.high, "users": users}
         )  # fmt: skip
         sizes = _curve_sizes(len(matrix))
@@ -864,7 +871,7 @@ def true_ranking_agreement(
                 n_boot=n_boot,
                 seed=seed,
             )
-            rows.append({"protocol": protocol, "against": reference, **tau.__dict__})
+            rows.append({"protocol": protocol, "against": reference, **_tau_columns(tau)})
     return pd.DataFrame(rows)
 
 
@@ -901,14 +908,14 @@ def tau_coverage(
         x = noisy[protocol]
         y = perfect[protocol].reindex(index=x.index, columns=x.columns)
         a, b = x.to_numpy(dtype=float), y.to_numpy(dtype=float)
-        target = kendall_tau(a, b, n_boot=2, seed=seed).tau
+        target = kendall_tau(a, b, n_boot=2, seed=seed).value
         for n in sorted({int(k) for k in sizes if 2 <= int(k) < len(x)}):
             taus, covered = [], []
             for draw in range(draws):
                 users = rng.choice(len(x), size=n, replace=False)
                 got = kendall_tau(a[users], b[users], n_boot=n_boot, seed=seed + draw)
-                if math.isfinite(got.tau):
-                    taus.append(got.tau)
+                if math.isfinite(got.value):
+                    taus.append(got.value)
                 if math.isfinite(target) and math.isfinite(got.low):
                     covered.append(got.low - 1e-9 <= target <= got.high + 1e-9)  # scipy's tau of one order is 1 - 1e-16
             rows.append(

@@ -52,32 +52,29 @@ POINTWISE_LABELS: tuple[str, ...] = ("Poor Match", "Partial Match", "Good Match"
 
 
 @dataclass(frozen=True)
-class Kappa:
-    """A chance-corrected agreement (quadratic weighted kappa, Krippendorff's alpha) on ``n`` cases with its bootstrap
-    standard error and percentile CI; ``dropped``: the resamples where it was undefined, left out of both (out of
-    ``n_boot``; 0 and 0 when no bootstrap was run)."""
+class Kappa(Estimate):
+    """A chance-corrected agreement (quadratic weighted kappa, Krippendorff's alpha) on ``n`` cases with its percentile
+    bootstrap CI and, beside the estimate's fields, its bootstrap standard error ``se``; ``dropped``: the resamples
+    where it was undefined, left out of both (out of ``n_boot``; 0 and 0 when no bootstrap was run)."""
 
-    value: float
-    se: float
-    low: float
-    high: float
-    n: int
+    n: int = 0
+    se: float = float("nan")
     dropped: int = 0
     n_boot: int = 0
 
 
-#: how :func:`agreement` makes its intervals
-_BOOTSTRAP = "95% percentile bootstrap"
+def _bootstrap(ci: float) -> str:
+    """How the intervals of this module are made, at level ``ci``: ``"95% percentile bootstrap"``."""
+    return f"{ci:.0%} percentile bootstrap"
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """Raw agreement (a share, 0-1) and quadratic weighted kappa between two labelers, each with its interval and
-    ``n``, the cases both labelled; kappa's bootstrap SE beside them."""
+    """Raw agreement (a share, 0-1) and quadratic weighted kappa (with its bootstrap SE) between two labelers, each
+    with its interval and ``n``, the cases both labelled."""
 
     raw: Estimate
-    kappa: Estimate
-    kappa_se: float = float("nan")
+    kappa: Kappa
 
     @property
     def n(self) -> int:
@@ -110,12 +107,12 @@ def _clusters_of(clusters: Sequence[Any] | None, keep: Sequence[int], n: int) ->
 
 def _interval(value: float, n: int, boots: np.ndarray, ci: float) -> Kappa:
     """``value`` with the percentile interval and SE of its finite resamples, and how many were not."""
-    nan, kept = float("nan"), boots[np.isfinite(boots)]
+    kept = boots[np.isfinite(boots)]
     dropped = len(boots) - len(kept)
     if not len(kept):
-        return Kappa(value, nan, nan, nan, n, dropped, len(boots))
+        return Kappa(value, n=n, method=_bootstrap(ci), dropped=dropped, n_boot=len(boots))
     low, high = percentile_interval(kept, ci)
-    return Kappa(value, float(np.std(kept)), low, high, n, dropped, len(boots))
+    return Kappa(value, low, high, n, _bootstrap(ci), se=float(np.std(kept)), dropped=dropped, n_boot=len(boots))
 
 
 def _share_equal(p: np.ndarray, q: np.ndarray, axis: int = -1) -> Any:
@@ -188,9 +185,8 @@ def weighted_kappa_ci(
     k, n = len(labels), len(x)
     groups = _clusters_of(clusters, _kept(list(a), list(b)), len(a))
     value = _kappa_of_codes(x, y, k)
-    nan = float("nan")
     if n < 2 or np.isnan(value):
-        return Kappa(value, nan, nan, nan, n)
+        return Kappa(value, n=n, method=_bootstrap(ci))
     _, boots = bootstrap_distribution(
         (x, y), lambda p, q: _kappa_of_codes(p, q, k), n_boot=n_boot, seed=seed, clusters=groups
     )
@@ -217,10 +213,9 @@ def agreement(
     ``clusters`` when given) and kappa's bootstrap SE (:func:`weighted_kappa_ci`)."""
     n = len(_codes(a, b, labels)[0])  # a label outside ``labels`` raises here
     if n == 0:
-        return Agreement(Estimate(float("nan"), n=0), Estimate(float("nan"), n=0))
-    raw = Estimate(*raw_agreement_ci(a, b, n_boot=n_boot, seed=seed, clusters=clusters), n, _BOOTSTRAP)
-    k = weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed, clusters=clusters)
-    return Agreement(raw, Estimate(k.value, k.low, k.high, n, _BOOTSTRAP), kappa_se=k.se)
+        return Agreement(Estimate(float("nan"), n=0), Kappa(float("nan"), n=0))
+    raw = Estimate(*raw_agreement_ci(a, b, n_boot=n_boot, seed=seed, clusters=clusters), n, _bootstrap(0.95))
+    return Agreement(raw, weighted_kappa_ci(a, b, labels, n_boot=n_boot, seed=seed, clusters=clusters))
 
 
 def raw_agreement_ci(
@@ -359,10 +354,10 @@ def krippendorff_alpha_ci(
     counts, kept = _alpha_counts(labels_by_rater, labels)
     metric = _checked(metric)
     value = _alpha(counts, metric)
-    nan, n = float("nan"), len(counts)
+    n = len(counts)
     groups = _clusters_of(clusters, kept, len(next(iter(labels_by_rater), [])))
     if n < 2 or np.isnan(value):
-        return Kappa(value, nan, nan, nan, n)
+        return Kappa(value, n=n, method=_bootstrap(ci))
     _, boots = bootstrap_distribution(
         np.arange(n), lambda rows: _alpha(counts[rows], metric), n_boot, seed, clusters=groups
     )

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
+from recjudge_utils.metrics.estimate import Estimate
+
 __all__ = [
     "PopularityFit",
     "catalogue_coverage",
@@ -98,15 +100,12 @@ def per_user_beyond_accuracy(
 
 
 @dataclass(frozen=True)
-class PopularityFit:
-    """The judge's item score regressed on log(1 + popularity): slope per unit of log popularity, its CI (standard
-    errors clustered by user), the scores and the users behind it."""
+class PopularityFit(Estimate):
+    """The judge's item score regressed on log(1 + popularity): the slope per unit of log popularity (``value``), its
+    CI (standard errors clustered by user), the ``n`` scores and, beside the estimate's fields, the users behind it."""
 
-    slope: float
-    low: float
-    high: float
-    n: int
-    users: int
+    n: int = 0
+    users: int = 0
 
 
 def popularity_regression(
@@ -120,8 +119,9 @@ def popularity_regression(
     y = frame["score"].to_numpy(dtype=float)
     groups = frame["user"].to_numpy()
     n_users = len(set(groups.tolist()))
+    method = f"{ci:.0%} CI, clustered by user"
     if len(y) < 3 or n_users < 2 or np.ptp(x) == 0:
-        return PopularityFit(math.nan, math.nan, math.nan, len(y), n_users)
+        return PopularityFit(math.nan, n=len(y), method=method, users=n_users)
     fit = sm.OLS(y, sm.add_constant(x)).fit(cov_type="cluster", cov_kwds={"groups": groups})
     low, high = fit.conf_int(alpha=1.0 - ci)[1] if n_users >= min_users else (math.nan, math.nan)
-    return PopularityFit(float(fit.params[1]), float(low), float(high), len(y), n_users)
+    return PopularityFit(float(fit.params[1]), float(low), float(high), len(y), method, users=n_users)

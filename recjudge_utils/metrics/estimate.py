@@ -1,6 +1,8 @@
 """The one shape of a number with its interval: :class:`Estimate` (value, low, high, n, method).
 
-Metrics that compute an interval return it, experiments carry it in their headline
+Metrics that compute an interval return it; a result that carries more (a kappa's bootstrap SE, the systems a tau
+ranks) is a subclass adding those fields (``agreement.Kappa``, ``system_agreement.Tau``, ``pairwise.Difference``, ...),
+so whatever reads an estimate reads it. Experiments carry it in their headline
 :class:`~recjudge_utils.experiments.run.Result`, reporting formats it
 (:func:`~recjudge_utils.reporting.cells.estimate_cell`) and decides what it allows a sentence to claim
 (:mod:`~recjudge_utils.reporting.claims`). "No number" is NaN throughout (:func:`~.numbers.number_or_nan`), so a

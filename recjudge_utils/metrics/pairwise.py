@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval, wilson
 
 __all__ = [
@@ -168,15 +169,14 @@ def wtl_summary(outcomes: Sequence[Any], n_boot: int = 2000, seed: int = 0, ci: 
 
 
 @dataclass(frozen=True)
-class Difference:
-    """A paired difference (first minus second) with its percentile-bootstrap CI and ``|point| / SE``; ``dropped``:
-    the resamples (of ``n_boot``) whose difference was not finite, left out of the CI and the SE (0 for a statistic
-    defined on every resample, as a mean or :func:`q_share` is)."""
+class Difference(Estimate):
+    """A paired difference (first minus second, ``value``) over ``n`` pairs with its percentile-bootstrap CI and, beside
+    the estimate's fields, ``|value| / SE``; ``dropped``: the resamples (of ``n_boot``) whose difference was not
+    finite, left out of the CI and the SE (0 for a statistic defined on every resample, as a mean or :func:`q_share`
+    is)."""
 
-    point: float
-    low: float
-    high: float
-    standardised: float
+    n: int = 0
+    standardised: float = float("nan")
     dropped: int = 0
     n_boot: int = 0
 
@@ -198,9 +198,9 @@ def paired_difference(
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
-    nan = float("nan")
-    if len(a) < 2:
-        return Difference(nan, nan, nan, nan)
+    n, method = len(a), f"{ci:.0%} percentile bootstrap"
+    if n < 2:
+        return Difference(float("nan"), n=n, method=method)
     if statistic is np.mean:  # vectorised: every resample at once
 
         def difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> Any:
@@ -214,8 +214,8 @@ def paired_difference(
     kept = boots[np.isfinite(boots)]
     dropped = len(boots) - len(kept)
     if not np.isfinite(point) or len(kept) < 2:
-        return Difference(point, nan, nan, nan, dropped, len(boots))
+        return Difference(point, n=n, method=method, dropped=dropped, n_boot=len(boots))
     se = float(np.std(kept))
-    lo, hi = percentile_interval(kept, ci)
-    std = abs(point) / se if se > 0 else (float("inf") if point != 0 else nan)
-    return Difference(float(point), lo, hi, std, dropped, len(boots))
+    low, high = percentile_interval(kept, ci)
+    std = abs(point) / se if se > 0 else (float("inf") if point != 0 else float("nan"))
+    return Difference(float(point), low, high, n, method, standardised=std, dropped=dropped, n_boot=len(boots))

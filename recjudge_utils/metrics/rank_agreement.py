@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.system_agreement import mean_per_system, tau_b_rows
 
 __all__ = [
@@ -72,16 +73,17 @@ def tau_ap_symmetric(a: np.ndarray, b: np.ndarray) -> float:
     return 0.5 * (tau_ap(a, b) + tau_ap(b, a))
 
 
-@dataclass(frozen=True)
-class Reliability:
-    """Split-half reliability: the mean tau-b between two halves over the splits with both rankings defined, its
-    2.5 and 97.5 % quantiles over the splits, the splits kept and the users per half."""
+#: how :func:`split_half_reliability` makes its interval
+_SPLITS = "2.5-97.5 % of random splits"
 
-    tau: float
-    low: float
-    high: float
-    n_splits: int
-    half: int
+
+@dataclass(frozen=True)
+class Reliability(Estimate):
+    """Split-half reliability: the mean tau-b between two halves over the ``n`` splits with both rankings defined
+    (``value``), its 2.5 and 97.5 % quantiles over those splits (``low``, ``high``), and the users per half."""
+
+    n: int = 0
+    half: int = 0
 
 
 def split_half_reliability(matrix: np.ndarray, n_splits: int = 200, seed: int = 0) -> Reliability:
@@ -90,15 +92,15 @@ def split_half_reliability(matrix: np.ndarray, n_splits: int = 200, seed: int = 
     x = np.asarray(matrix, dtype=float)
     half = x.shape[0] // 2
     if half < 2:
-        return Reliability(math.nan, math.nan, math.nan, 0, half)
+        return Reliability(math.nan, n=0, method=_SPLITS, half=half)
     rng = np.random.default_rng(seed)
     orders = np.array([rng.permutation(x.shape[0]) for _ in range(n_splits)], dtype=np.intp).reshape(n_splits, -1)
     taus = tau_b_rows(mean_per_system(x[orders[:, :half]]), mean_per_system(x[orders[:, half : 2 * half]]))
     kept = taus[np.isfinite(taus)]
     if len(kept) == 0:
-        return Reliability(math.nan, math.nan, math.nan, 0, half)
+        return Reliability(math.nan, n=0, method=_SPLITS, half=half)
     low, high = np.quantile(kept, [0.025, 0.975])
-    return Reliability(float(kept.mean()), float(low), float(high), len(kept), half)
+    return Reliability(float(kept.mean()), float(low), float(high), len(kept), _SPLITS, half=half)
 
 
 def tau_over_decided(decided_a: Iterable[tuple[str, str]], decided_b: Iterable[tuple[str, str]]) -> tuple[float, int]:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from recjudge_utils.metrics.estimate import Estimate
 from recjudge_utils.metrics.intervals import bootstrap_ci, bootstrap_distribution, percentile_interval
 from recjudge_utils.metrics.pairwise import paired_difference
 
@@ -40,15 +41,13 @@ __all__ = ["Tau", "kendall_tau", "mean_per_system", "separated_pairs", "system_m
 
 
 @dataclass(frozen=True)
-class Tau:
-    """Kendall's tau-b between two system rankings, its bootstrap CI over users, and what it was computed from."""
+class Tau(Estimate):
+    """Kendall's tau-b between two system rankings (``value``) with its bootstrap CI over the ``n`` users, and, beside
+    the estimate's fields, the systems it ranks and the resamples kept."""
 
-    tau: float
-    low: float
-    high: float
-    n_systems: int  # systems with a mean on both measures
-    n_users: int
-    n_boot: int  # resamples in which both rankings could be computed
+    n: int = 0
+    n_systems: int = 0  # systems with a mean on both measures
+    n_boot: int = 0  # resamples in which both rankings could be computed
 
 
 def mean_per_system(matrix: np.ndarray) -> np.ndarray:
@@ -136,6 +135,7 @@ def kendall_tau(
     or fewer than two systems have both means are left out (``Tau.n_boot`` counts those kept). NaN without two
     systems, or when a ranking is constant.
     """
+    method = f"{ci:.0%} bootstrap over users"
     x = np.asarray(a, dtype=float)
     y = np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 2:
@@ -145,14 +145,14 @@ def kendall_tau(
     point = _tau(mean_x, mean_y)
     both = int((np.isfinite(mean_x) & np.isfinite(mean_y)).sum())
     if n_users < 2 or not math.isfinite(point):
-        return Tau(point, math.nan, math.nan, both, n_users, 0)
+        return Tau(point, n=n_users, method=method, n_systems=both)
     # resample user indices, so both matrices keep the same users in every resample
     _, taus = bootstrap_distribution(np.arange(n_users), _resampled_tau(x, y), n_boot=n_boot, seed=seed)
     kept = taus[np.isfinite(taus)]
     if len(kept) < 2:
-        return Tau(point, math.nan, math.nan, both, n_users, len(kept))
-    lo, hi = percentile_interval(kept, ci)
-    return Tau(point, lo, hi, both, n_users, len(kept))
+        return Tau(point, n=n_users, method=method, n_systems=both, n_boot=len(kept))
+    low, high = percentile_interval(kept, ci)
+    return Tau(point, low, high, n_users, method, n_systems=both, n_boot=len(kept))
 
 
 def separated_pairs(
@@ -171,7 +171,7 @@ def separated_pairs(
             {
                 "a": s,
                 "b": t,
-                "difference": diff.point,
+                "difference": diff.value,
                 "low": diff.low,
                 "high": diff.high,
                 "separated": bool(ok and (diff.low > 0 or diff.high < 0)),

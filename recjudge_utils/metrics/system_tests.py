@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from recjudge_utils.metrics.estimate import Estimate
+
 __all__ = [
     "DECISIONS",
     "MIN_USERS",
@@ -131,12 +133,11 @@ def randomised_tukey_pvalues(
 
 
 @dataclass(frozen=True)
-class EffectSize:
-    """The paired effect size d_z = mean difference / its standard deviation, with its CI."""
+class EffectSize(Estimate):
+    """The paired effect size d_z = mean difference / its standard deviation (``value``), with its CI over the ``n``
+    finite differences."""
 
-    d: float
-    low: float
-    high: float
+    n: int = 0
 
 
 def dz_interval(differences: np.ndarray, ci: float = 0.95) -> EffectSize:
@@ -146,11 +147,12 @@ def dz_interval(differences: np.ndarray, ci: float = 0.95) -> EffectSize:
     d = np.asarray(differences, dtype=float)
     d = d[np.isfinite(d)]
     n = len(d)
+    method = f"{ci:.0%} noncentral t"
     if n < 2:
-        return EffectSize(math.nan, math.nan, math.nan)
+        return EffectSize(math.nan, n=n, method=method)
     sd = float(np.std(d, ddof=1))
     if sd == 0:
-        return EffectSize(math.nan, math.nan, math.nan)
+        return EffectSize(math.nan, n=n, method=method)
     dz = float(np.mean(d)) / sd
     t, df, root = dz * math.sqrt(n), n - 1, math.sqrt(n)
 
@@ -165,7 +167,7 @@ def dz_interval(differences: np.ndarray, ci: float = 0.95) -> EffectSize:
         return float(optimize.brentq(lambda nc: cdf(nc) - q, t - half, t + half)) / root
 
     tail = (1.0 - ci) / 2.0
-    return EffectSize(dz, bound(1.0 - tail), bound(tail))
+    return EffectSize(dz, bound(1.0 - tail), bound(tail), n, method)
 
 
 def _t_interval(d: np.ndarray, level: float) -> tuple[float, float]:
@@ -240,13 +242,13 @@ def compare_systems(
         d = diffs[:, k]
         mean = float(np.nanmean(d)) if n[k] else math.nan
         low, high = _t_interval(d, 1.0 - alpha / family) if intervals else (math.nan, math.nan)
-        effect = dz_interval(d) if intervals else EffectSize(math.nan, math.nan, math.nan)
+        effect = dz_interval(d) if intervals else EffectSize(math.nan)
         if n[k] < min_users or not math.isfinite(adjusted[k]):
             decision = DECISIONS[3]
         elif adjusted[k] < alpha and mean != 0:
             decision = DECISIONS[0] if mean > 0 else DECISIONS[1]
         else:
             decision = DECISIONS[2]
-        rows.append([names[i], names[j], int(n[k]), mean, low, high, effect.d, effect.low, effect.high, float(p[k]),
+        rows.append([names[i], names[j], int(n[k]), mean, low, high, effect.value, effect.low, effect.high, float(p[k]),
                      float(adjusted[k]), test, family, decision])  # fmt: skip
     return pd.DataFrame(rows, columns=columns)

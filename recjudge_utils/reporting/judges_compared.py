@@ -297,16 +297,19 @@ def _all_judges(c: Comparison, kind: str) -> pd.DataFrame:
 def _panel(c: Comparison, kind: str) -> pd.DataFrame:
     if (m := c.of_kind("members", kind)).empty:
         return m
+    # itertuples keeps each column's type (a row read with .loc would turn the counts into floats: "40.0")
+    alphas = {a.run: a for a in c.of_kind("panel_agreement", kind).itertuples(index=False)}
 
-    def agreement(r: Any) -> str:  # the members' agreement, on the panel's row only
-        alpha = _alpha_cell(r.alpha, r.alpha_lo, r.alpha_hi, r.alpha_dropped, r.alpha_n_boot)
-        return f"{alpha} on {r.alpha_n:,} scores of {r.alpha_units:,} (user, item) pairs"
+    def agreement(run: str) -> str:  # the members' agreement, on the panel's row only
+        a = alphas[run]
+        alpha = _alpha_cell(a.alpha, a.low, a.high, a.dropped, a.n_boot)
+        return f"{alpha} on {a.n:,} scores of {a.units:,} (user, item) pairs"
 
     columns = ["panel", "judge", "scores given", "weighted kappa with g [95 % CI]", "tokens (× a member's)",
                "members' agreement: ordinal Krippendorff's alpha [95 % CI]"]  # fmt: skip
     return pd.DataFrame([[r.judge, r.labeler or "the panel's verdict", f"{r.n:,}",
                           estimate_cell(r.kappa, r.low, r.high), f"{r.tokens:,.0f} ({r.tokens_x:.1f} ×)",
-                          agreement(r) if r.panel else "-"]
+                          agreement(r.run) if r.panel else "-"]
                          for r in m.itertuples()], columns=columns)  # fmt: skip
 
 

@@ -471,13 +471,12 @@ def beyond_sentences(run: YourRecommendersRun) -> list[str]:
     fit = run.popularity_fit
     if fit is None:
         return []
-    estimate = Estimate.of(fit.slope, fit.low, fit.high)
-    if not estimate.known:
+    if not fit.known:
         return [T("beyond.popularity_nothing", n=fit.n)]
     verdicts = {"above": "beyond.popularity_above", "below": "beyond.popularity_below",
                 "contains": "beyond.popularity_contains", "none": "beyond.popularity_none"}  # fmt: skip
-    verdict = T(verdicts[side(estimate, 0.0)])
-    return [T("beyond.popularity", n=fit.n, users=fit.users, cell=estimate_cell(estimate, digits=3), verdict=verdict)]
+    verdict = T(verdicts[side(fit, 0.0)])
+    return [T("beyond.popularity", n=fit.n, users=fit.users, cell=estimate_cell(fit, digits=3), verdict=verdict)]
 
 
 def cost_table(run: YourRecommendersRun, caption: str) -> Styler:

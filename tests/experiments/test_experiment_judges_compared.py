@@ -256,16 +256,15 @@ def test_a_panels_members_are_set_beside_it_with_reference_statistics() -> None:
     assert rows["tokens"].tolist() == [4000, 4040, 4080, 12120]
     assert rows["tokens_x"].iloc[-1] == pytest.approx(3.0) and rows["tokens_x"].iloc[0] == pytest.approx(4000 / 4040)
     alpha, _ = krippendorff_alpha(list(members.values()), [1, 2, 3, 4, 5], "ordinal")
-    assert rows["alpha"].iloc[-1] == pytest.approx(alpha) and rows["alpha_n"].iloc[-1] == 40
-    assert rows["alpha_lo"].iloc[-1] < alpha < rows["alpha_hi"].iloc[-1]
-    assert (rows["alpha_units"].iloc[-1], rows["alpha_dropped"].iloc[-1], rows["alpha_n_boot"].iloc[-1]) == (
-        40,
-        0,
-        2000,
-    )
-    assert jc.panel_members(runs[1:]).empty  # a run of one judge has no members
+    (agreement,) = jc.panel_agreement(runs).to_dict("records")
+    assert (agreement["run"], agreement["kind"]) == ("p", "simulated")
+    assert agreement["alpha"] == pytest.approx(alpha) and agreement["n"] == 40
+    assert agreement["low"] < alpha < agreement["high"]
+    assert (agreement["units"], agreement["dropped"], agreement["n_boot"]) == (40, 0, 2000)
+    assert jc.panel_members(runs[1:]).empty and jc.panel_agreement(runs[1:]).empty  # a run of one judge has no members
     c = jc.compare(runs)
     assert c.of_kind("members", "llm").empty and len(c.of_kind("members", "simulated")) == 4
+    assert c.of_kind("panel_agreement", "llm").empty and len(c.of_kind("panel_agreement", "simulated")) == 1
     assert f"{NOTEBOOK}/member_scores" not in c.items  # members are no judges of their own in the agreement tables
 
 
@@ -297,9 +296,9 @@ def test_a_panels_agreement_resamples_its_pairs_with_every_template() -> None:
     pairs = [(u, i) for _, u, i in wide.index]
     expected = krippendorff_alpha_ci([wide[m].tolist() for m in wide.columns], [1, 2, 3, 4, 5], "ordinal",
                                      n_boot=2000, seed=0, clusters=pairs)  # fmt: skip
-    panel = rows.iloc[-1]
-    assert (panel["alpha_n"], panel["alpha_units"]) == (60, 30)
-    assert (panel["alpha"], panel["alpha_lo"], panel["alpha_hi"]) == (expected.value, expected.low, expected.high)
+    (agreement,) = jc.panel_agreement([run]).to_dict("records")
+    assert (agreement["n"], agreement["units"]) == (60, 30)
+    assert (agreement["alpha"], agreement["low"], agreement["high"]) == (expected.value, expected.low, expected.high)
     m1 = members[members["member"] == "m1"]
     kappa = rows.iloc[0]
     ref = weighted_kappa_ci(m1["truth"], m1["label"], [1, 2, 3, 4, 5], n_boot=2000, seed=0,

@@ -96,7 +96,7 @@ def test_agreement_carries_kappas_ci_and_se_on_the_same_resamples():
     b = [x if rng.random() < 0.6 else G for x in a]
     res = agreement(a, b, POINTWISE_LABELS, n_boot=400, seed=2)
     k = weighted_kappa_ci(a, b, POINTWISE_LABELS, n_boot=400, seed=2)
-    assert (res.kappa.value, res.kappa.low, res.kappa.high, res.kappa_se) == (k.value, k.low, k.high, k.se)
+    assert (res.kappa.value, res.kappa.low, res.kappa.high, res.kappa.se) == (k.value, k.low, k.high, k.se)
     assert res.raw.value == np.mean(np.array(a) == np.array(b))
     assert 0 < res.raw.low < res.raw.value < res.raw.high < 1
     assert res.raw.method == res.kappa.method == "95% percentile bootstrap"

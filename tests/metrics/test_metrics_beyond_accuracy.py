@@ -49,13 +49,13 @@ def test_popularity_regression_is_statsmodels_ols_clustered_by_user() -> None:
     got = popularity_regression(frame, popularity)
     data = frame.assign(x=np.log1p(frame["item"] * 3.0))
     want = smf.ols("score ~ x", data).fit(cov_type="cluster", cov_kwds={"groups": data["user"]})
-    assert got.slope == pytest.approx(want.params["x"])
+    assert got.value == pytest.approx(want.params["x"])
     assert (got.low, got.high) == pytest.approx(tuple(want.conf_int().loc["x"]))
     assert got.low < 0.3 < got.high and got.users == frame["user"].nunique()
-    assert math.isnan(popularity_regression(frame.iloc[:2], popularity).slope)
+    assert math.isnan(popularity_regression(frame.iloc[:2], popularity).value)
 
 
 def test_few_users_give_the_slope_without_a_ci() -> None:
     frame = pd.DataFrame({"user": [1, 1, 2, 2, 3, 3], "item": [0, 1, 2, 3, 4, 5], "score": [1.0, 2, 2, 3, 4, 4]})
     got = popularity_regression(frame, {i: float(i) for i in range(6)})
-    assert math.isfinite(got.slope) and math.isnan(got.low) and got.users == 3
+    assert math.isfinite(got.value) and math.isnan(got.low) and got.users == 3

@@ -23,18 +23,18 @@ def test_paired_difference_is_scipys_paired_percentile_bootstrap() -> None:
         (a, b), lambda x, y: np.mean(x) - np.mean(y), paired=True, vectorized=False, n_resamples=1000,
         method="percentile", rng=np.random.default_rng(5),
     )  # fmt: skip
-    assert res.point == pytest.approx(a.mean() - b.mean())
+    assert res.value == pytest.approx(a.mean() - b.mean())
     assert (res.low, res.high) == pytest.approx(tuple(reference.confidence_interval), rel=0, abs=1e-12)
     se = float(np.std(reference.bootstrap_distribution))
-    assert res.standardised == pytest.approx(abs(res.point) / se)
+    assert res.standardised == pytest.approx(abs(res.value) / se)
     assert res.low > 0  # b is a minus a positive shift: the interval says so
 
 
 def test_paired_difference_drops_non_finite_pairs_and_needs_two() -> None:
     a, b = np.array([1.0, 2.0, np.inf, 4.0]), np.array([0.5, np.nan, 1.0, 3.0])
-    assert paired_difference(a, b, n_boot=200).point == pytest.approx(0.75)  # pairs 1 and 4
+    assert paired_difference(a, b, n_boot=200).value == pytest.approx(0.75)  # pairs 1 and 4
     short = paired_difference(np.array([1.0, np.nan]), np.array([0.0, 1.0]))
-    assert all(math.isnan(v) for v in (short.point, short.low, short.high, short.standardised))
+    assert all(math.isnan(v) for v in (short.value, short.low, short.high, short.standardised))
 
 
 def test_q_is_compared_by_its_share_and_no_resample_is_dropped() -> None:
@@ -54,7 +54,7 @@ def test_q_is_compared_by_its_share_and_no_resample_is_dropped() -> None:
         (x, y), lambda p, q: float(q_share(p) - q_share(q)), paired=True, vectorized=False, n_resamples=1000,
         method="percentile", rng=np.random.default_rng(2),
     )  # fmt: skip
-    assert by_share.point == pytest.approx(10 / 12 - q_share(y))
+    assert by_share.value == pytest.approx(10 / 12 - q_share(y))
     assert (by_share.low, by_share.high) == pytest.approx(tuple(reference.confidence_interval), abs=1e-12)
     rng = np.random.default_rng(0)
     for _ in range(200):

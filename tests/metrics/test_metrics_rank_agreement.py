@@ -44,13 +44,13 @@ def test_split_half_reliability_is_high_for_a_clear_order_and_near_zero_for_nois
     rng = np.random.default_rng(0)
     clear = np.arange(5.0) + rng.normal(0, 0.5, (80, 5))
     noise = rng.normal(0, 1, (80, 5))
-    assert split_half_reliability(clear, n_splits=100).tau > 0.9
+    assert split_half_reliability(clear, n_splits=100).value > 0.9
     got = split_half_reliability(noise, n_splits=100)
     assert got.low < 0 < got.high and got.half == 40
     # one sample's chance order is shared by its halves; over samples, noise agrees with itself by nothing
-    mean = np.mean([split_half_reliability(rng.normal(0, 1, (80, 5)), n_splits=50).tau for _ in range(20)])
+    mean = np.mean([split_half_reliability(rng.normal(0, 1, (80, 5)), n_splits=50).value for _ in range(20)])
     assert abs(mean) < 0.15
-    assert math.isnan(split_half_reliability(noise[:3]).tau)
+    assert math.isnan(split_half_reliability(noise[:3]).value)
 
 
 def test_tau_over_the_pairs_both_measures_decide() -> None:
@@ -87,7 +87,7 @@ def test_the_tau_interval_covers_the_tau_of_n_users_not_the_population_tau() -> 
     for n in (30, 100, 300):
         rng = np.random.default_rng(n)
         got = [kendall_tau(*sparse_measures(rng, n), n_boot=200, seed=r) for r in range(40)]
-        mean = float(np.nanmean([t.tau for t in got]))
+        mean = float(np.nanmean([t.value for t in got]))
         rows.append(
             (
                 n,

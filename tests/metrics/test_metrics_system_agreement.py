@@ -30,8 +30,8 @@ def test_point_estimate_is_scipys_tau_of_the_system_means() -> None:
     a, b = matrices()
     got = kendall_tau(a, b, n_boot=200)
     want = stats.kendalltau(a.mean(axis=0), b.mean(axis=0)).statistic
-    assert got.tau == pytest.approx(want)
-    assert (got.n_systems, got.n_users) == (6, 40)
+    assert got.value == pytest.approx(want)
+    assert (got.n_systems, got.n) == (6, 40)
 
 
 def test_nan_cells_are_left_out_of_a_systems_mean() -> None:
@@ -39,13 +39,13 @@ def test_nan_cells_are_left_out_of_a_systems_mean() -> None:
     a[:20, 0] = np.nan
     got = kendall_tau(a, b, n_boot=50)
     want = stats.kendalltau(np.nanmean(a, axis=0), b.mean(axis=0)).statistic
-    assert got.tau == pytest.approx(want)
+    assert got.value == pytest.approx(want)
 
 
 def test_ci_holds_the_estimate_narrows_with_users_and_is_seeded() -> None:
     small = kendall_tau(*matrices(n_users=10, noise=3.0), n_boot=400, seed=1)
     large = kendall_tau(*matrices(n_users=160, noise=3.0), n_boot=400, seed=1)
-    assert small.low <= small.tau <= small.high
+    assert small.low <= small.value <= small.high
     assert (large.high - large.low) < (small.high - small.low)
     again = kendall_tau(*matrices(n_users=10, noise=3.0), n_boot=400, seed=1)
     other = kendall_tau(*matrices(n_users=10, noise=3.0), n_boot=400, seed=2)
@@ -60,15 +60,15 @@ def test_unrelated_measures_have_a_ci_around_zero_and_reversed_ones_a_negative_t
     got = kendall_tau(a, unrelated, n_boot=400)
     assert got.low < 0 < got.high
     reversed_ = kendall_tau(a, -a, n_boot=100)
-    assert reversed_.tau == pytest.approx(-1.0)
+    assert reversed_.value == pytest.approx(-1.0)
 
 
 def test_constant_ranking_and_single_user_give_no_tau_or_no_ci() -> None:
     a, _ = matrices()
     constant = np.full_like(a, 3.0)
-    assert math.isnan(kendall_tau(a, constant).tau)
+    assert math.isnan(kendall_tau(a, constant).value)
     one = kendall_tau(a[:1], a[:1] + 1)
-    assert one.tau == pytest.approx(1.0)
+    assert one.value == pytest.approx(1.0)
     assert math.isnan(one.low) and math.isnan(one.high)
     with pytest.raises(ValueError, match="one shape"):
         kendall_tau(a, a[:, :3])
